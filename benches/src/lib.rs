@@ -1,0 +1,1 @@
+//! Shared helpers for memcarve's peer-comparison binaries.

@@ -1,0 +1,937 @@
+//! Two-level segregated fit (TLSF) over `[0, capacity)`: O(1) allocate and free.
+//!
+//! Free ranges sit in bins indexed by two bitmaps: the first level is the power of two of the size (in units of
+//! the minimum granularity), the second splits each power of two into 32 sub-bins. Every range, free or used, is
+//! a node in a slab (`Vec<Node>`) linked to its physical neighbours; free nodes are also linked in their bin.
+//! Invariants (checked by `check`): nodes tile the capacity in order, no two free nodes are neighbours, every
+//! free node is in the bin its size maps to, and bitmaps say exactly which bins are non-empty.
+//!
+//! Aligned requests stay O(1): the search asks for the bin that guarantees room for the size plus the worst-case
+//! alignment padding, and the padding in front of the allocation goes back to the free lists. A full scan of the
+//! bins runs only when that guaranteed search finds nothing (near out-of-memory), so a request fails only when no
+//! free range can hold it.
+
+use alloc::vec::Vec;
+
+use crate::class::ResourceClass;
+use crate::error::{Error, validate_request};
+use crate::handle::{GENERATION_MASK, SLOT_MASK};
+
+const SL_BITS: u32 = 5;
+const SL_COUNT: usize = 1 << SL_BITS;
+const FL_COUNT: usize = 64 - SL_BITS as usize + 1;
+const NIL: u32 = u32::MAX;
+/// Slots are addressed by 24 bits in handles.
+const MAX_SLOTS: usize = SLOT_MASK as usize + 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum NodeState {
+    Free,
+    Used,
+    /// A slab slot holding no range, linked in the vacant list through `next_free`.
+    Vacant,
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    offset: u64,
+    size: u64,
+    prev_phys: u32,
+    next_phys: u32,
+    prev_free: u32,
+    next_free: u32,
+    generation: u32,
+    state: NodeState,
+    class: ResourceClass,
+    alignment_log2: u8,
+}
+
+/// A used range as the engine reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UsedRange {
+    pub slot: u32,
+    pub generation: u32,
+    pub offset: u64,
+    /// Size after rounding up to the minimum granularity.
+    pub size: u64,
+    pub class: ResourceClass,
+}
+
+/// The TLSF engine. The public face is [`crate::VirtualBlock`], which adds owner tags and user data.
+#[derive(Debug, Clone)]
+pub(crate) struct Tlsf {
+    capacity: u64,
+    granularity_shift: u32,
+    /// Page size within which conflicting classes must not meet (1 = no rule).
+    class_granularity: u64,
+    nodes: Vec<Node>,
+    vacant_head: u32,
+    vacant_count: usize,
+    first_phys: u32,
+    last_phys: u32,
+    fl_bitmap: u64,
+    sl_bitmaps: [u32; FL_COUNT],
+    /// Heads of the free lists, `FL_COUNT * SL_COUNT` of them.
+    bins: Vec<u32>,
+    used_bytes: u64,
+    used_count: usize,
+    free_count: usize,
+    live_per_class: [usize; 4],
+}
+
+#[inline]
+fn align_up(value: u64, alignment: u64) -> Option<u64> {
+    Some(value.checked_add(alignment - 1)? & !(alignment - 1))
+}
+
+#[inline]
+fn align_down(value: u64, alignment: u64) -> u64 {
+    value & !(alignment - 1)
+}
+
+/// The bin holding free ranges of `units` units.
+#[inline]
+fn bin_of(units: u64) -> (usize, usize) {
+    if units < SL_COUNT as u64 {
+        (0, units as usize)
+    } else {
+        let msb = 63 - units.leading_zeros();
+        let fl = msb - SL_BITS + 1;
+        let sl = (units >> (msb - SL_BITS)) as usize - SL_COUNT;
+        (fl as usize, sl)
+    }
+}
+
+/// The lowest bin all of whose ranges hold at least `units` units (None if no bin can).
+#[inline]
+fn bin_fitting(units: u64) -> Option<(usize, usize)> {
+    if units < SL_COUNT as u64 {
+        return Some((0, units as usize));
+    }
+    let msb = 63 - units.leading_zeros();
+    let rounded = units.checked_add((1u64 << (msb - SL_BITS)) - 1)?;
+    Some(bin_of(rounded))
+}
+
+impl Tlsf {
+    /// A TLSF over `[0, capacity)` handing out multiples of `min_granularity` (a power of two) and keeping
+    /// conflicting resource classes `class_granularity` apart (a power of two; 1 disables the rule).
+    pub fn new(capacity: u64, min_granularity: u64, class_granularity: u64) -> Result<Tlsf, Error> {
+        if capacity == 0 {
+            return Err(Error::InvalidConfig { reason: "capacity is zero" });
+        }
+        if !min_granularity.is_power_of_two() {
+            return Err(Error::InvalidConfig { reason: "minimum granularity is not a power of two" });
+        }
+        if !class_granularity.is_power_of_two() {
+            return Err(Error::InvalidConfig { reason: "class granularity is not a power of two" });
+        }
+        let mut tlsf = Tlsf {
+            capacity,
+            granularity_shift: min_granularity.trailing_zeros(),
+            class_granularity,
+            nodes: Vec::new(),
+            vacant_head: NIL,
+            vacant_count: 0,
+            first_phys: NIL,
+            last_phys: NIL,
+            fl_bitmap: 0,
+            sl_bitmaps: [0; FL_COUNT],
+            bins: alloc::vec![NIL; FL_COUNT * SL_COUNT],
+            used_bytes: 0,
+            used_count: 0,
+            free_count: 0,
+            live_per_class: [0; 4],
+        };
+        tlsf.reset_ranges();
+        Ok(tlsf)
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    pub fn min_granularity(&self) -> u64 {
+        1 << self.granularity_shift
+    }
+
+    pub fn class_granularity(&self) -> u64 {
+        self.class_granularity
+    }
+
+    pub fn used_bytes(&self) -> u64 {
+        self.used_bytes
+    }
+
+    pub fn used_count(&self) -> usize {
+        self.used_count
+    }
+
+    pub fn free_count(&self) -> usize {
+        self.free_count
+    }
+
+    /// Number of slab slots, used or not: the engine's metadata grows with this.
+    pub fn slot_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Bytes of metadata held on the heap (slab and bins).
+    pub fn metadata_bytes(&self) -> usize {
+        self.nodes.capacity() * core::mem::size_of::<Node>() + self.bins.capacity() * 4
+    }
+
+    /// Forgets every range: one free range covers the capacity again. Generations of used slots advance, so
+    /// every handle given out before is stale afterwards.
+    pub fn reset_ranges(&mut self) {
+        self.vacant_head = NIL;
+        self.vacant_count = 0;
+        for index in (0..self.nodes.len()).rev() {
+            let node = &mut self.nodes[index];
+            if node.state == NodeState::Used {
+                node.generation = (node.generation + 1) & GENERATION_MASK;
+            }
+            node.state = NodeState::Vacant;
+            node.next_free = self.vacant_head;
+            self.vacant_head = index as u32;
+            self.vacant_count += 1;
+        }
+        self.fl_bitmap = 0;
+        self.sl_bitmaps = [0; FL_COUNT];
+        self.bins.fill(NIL);
+        self.used_bytes = 0;
+        self.used_count = 0;
+        self.free_count = 0;
+        self.live_per_class = [0; 4];
+        // One slot is always available here: either a vacant one or a fresh one in an empty slab.
+        let whole = self.new_slot(0, self.capacity, NIL, NIL);
+        self.first_phys = whole;
+        self.last_phys = whole;
+        self.insert_free(whole);
+    }
+
+    /// Takes a vacant slot (or grows the slab) for a free range. Callers reserve room first.
+    fn new_slot(&mut self, offset: u64, size: u64, prev_phys: u32, next_phys: u32) -> u32 {
+        let fresh = |generation| Node {
+            offset,
+            size,
+            prev_phys,
+            next_phys,
+            prev_free: NIL,
+            next_free: NIL,
+            generation,
+            state: NodeState::Free,
+            class: ResourceClass::Unknown,
+            alignment_log2: 0,
+        };
+        if self.vacant_head != NIL {
+            let index = self.vacant_head;
+            let node = &mut self.nodes[index as usize];
+            self.vacant_head = node.next_free;
+            self.vacant_count -= 1;
+            *node = fresh(node.generation);
+            index
+        } else {
+            self.nodes.push(fresh(0));
+            (self.nodes.len() - 1) as u32
+        }
+    }
+
+    fn release_slot(&mut self, index: u32) {
+        let node = &mut self.nodes[index as usize];
+        node.state = NodeState::Vacant;
+        node.next_free = self.vacant_head;
+        self.vacant_head = index;
+        self.vacant_count += 1;
+    }
+
+    /// Whether `extra` more slots can be had without exceeding what handles can address.
+    fn can_take_slots(&self, extra: usize) -> bool {
+        self.vacant_count >= extra || self.nodes.len() + (extra - self.vacant_count) <= MAX_SLOTS
+    }
+
+    fn insert_free(&mut self, index: u32) {
+        let units = self.nodes[index as usize].size >> self.granularity_shift;
+        let (fl, sl) = bin_of(units);
+        let bin = fl * SL_COUNT + sl;
+        let head = self.bins[bin];
+        {
+            let node = &mut self.nodes[index as usize];
+            node.state = NodeState::Free;
+            node.prev_free = NIL;
+            node.next_free = head;
+        }
+        if head != NIL {
+            self.nodes[head as usize].prev_free = index;
+        }
+        self.bins[bin] = index;
+        self.sl_bitmaps[fl] |= 1 << sl;
+        self.fl_bitmap |= 1 << fl;
+        self.free_count += 1;
+    }
+
+    fn remove_free(&mut self, index: u32) {
+        let (size, prev, next) = {
+            let node = &self.nodes[index as usize];
+            (node.size, node.prev_free, node.next_free)
+        };
+        if prev != NIL {
+            self.nodes[prev as usize].next_free = next;
+        } else {
+            let (fl, sl) = bin_of(size >> self.granularity_shift);
+            let bin = fl * SL_COUNT + sl;
+            self.bins[bin] = next;
+            if next == NIL {
+                self.sl_bitmaps[fl] &= !(1 << sl);
+                if self.sl_bitmaps[fl] == 0 {
+                    self.fl_bitmap &= !(1 << fl);
+                }
+            }
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev_free = prev;
+        }
+        self.free_count -= 1;
+    }
+
+    /// The first non-empty bin at or above `(fl, sl)`.
+    #[inline]
+    fn non_empty_bin_from(&self, fl: usize, sl: usize) -> Option<(usize, usize)> {
+        let sl_map = self.sl_bitmaps[fl] & (u32::MAX << sl);
+        if sl_map != 0 {
+            return Some((fl, sl_map.trailing_zeros() as usize));
+        }
+        let fl_map = self.fl_bitmap & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
+        if fl_map == 0 {
+            return None;
+        }
+        let fl = fl_map.trailing_zeros() as usize;
+        Some((fl, self.sl_bitmaps[fl].trailing_zeros() as usize))
+    }
+
+    /// Where a request would start inside free node `index`, if it fits there.
+    #[inline]
+    fn fit(
+        &self,
+        index: u32,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        classes_meet: bool,
+    ) -> Option<u64> {
+        let node = &self.nodes[index as usize];
+        let start = node.offset;
+        let end = node.offset + node.size;
+        let mut offset = align_up(start, alignment)?;
+        if classes_meet {
+            let page = self.class_granularity;
+            // Neighbours of a free node are used nodes (free ones are always merged).
+            if node.prev_phys != NIL
+                && self.nodes[node.prev_phys as usize].class.conflicts_with(class)
+                && align_down(offset, page) < start
+            {
+                offset = align_up(offset, page)?;
+            }
+            let alloc_end = offset.checked_add(size)?;
+            if alloc_end > end {
+                return None;
+            }
+            if node.next_phys != NIL
+                && self.nodes[node.next_phys as usize].class.conflicts_with(class)
+                && alloc_end > align_down(end, page)
+            {
+                return None;
+            }
+            return Some(offset);
+        }
+        let alloc_end = offset.checked_add(size)?;
+        (alloc_end <= end).then_some(offset)
+    }
+
+    /// Allocates `size` bytes at `alignment` for `class`.
+    pub fn allocate(&mut self, size: u64, alignment: u64, class: ResourceClass) -> Result<UsedRange, Error> {
+        validate_request(size, alignment, self.capacity)?;
+        if !self.can_take_slots(2) {
+            return Err(Error::TooManyAllocations);
+        }
+        let granularity = self.min_granularity();
+        let oom = Error::OutOfMemory { size, alignment };
+        let asize = align_up(size, granularity).ok_or(oom)?;
+        let alignment_eff = alignment.max(granularity);
+        let classes_meet = self.class_granularity > granularity
+            && ResourceClass::ALL
+                .iter()
+                .zip(self.live_per_class)
+                .any(|(&other, live)| live > 0 && other.conflicts_with(class));
+
+        let units = asize >> self.granularity_shift;
+        let (fl, sl) = bin_of(units);
+        // 1. Good fit: the first range in the request's own bin, if it happens to hold the request.
+        let head = self.bins[fl * SL_COUNT + sl];
+        if head != NIL
+            && let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet)
+        {
+            return Ok(self.take(head, offset, asize, alignment, class));
+        }
+        // 2. O(1): the lowest bin whose every range holds the request plus the worst-case padding.
+        let mut slack = alignment_eff - granularity;
+        if classes_meet {
+            let page = self.class_granularity;
+            slack = alignment_eff.max(page) - granularity + (page - granularity);
+        }
+        if let Some(needed) = asize.checked_add(slack)
+            && let Some((gfl, gsl)) = bin_fitting(needed >> self.granularity_shift)
+            && gfl < FL_COUNT
+            && let Some((bfl, bsl)) = self.non_empty_bin_from(gfl, gsl)
+        {
+            let candidate = self.bins[bfl * SL_COUNT + bsl];
+            if let Some(offset) = self.fit(candidate, asize, alignment_eff, class, classes_meet) {
+                return Ok(self.take(candidate, offset, asize, alignment, class));
+            }
+        }
+        // 3. Near out-of-memory: scan every range that might hold the request.
+        let mut next_bin = Some((fl, sl));
+        while let Some((bfl, bsl)) = next_bin.and_then(|(f, s)| self.non_empty_bin_from(f, s)) {
+            let mut index = self.bins[bfl * SL_COUNT + bsl];
+            while index != NIL {
+                if let Some(offset) = self.fit(index, asize, alignment_eff, class, classes_meet) {
+                    return Ok(self.take(index, offset, asize, alignment, class));
+                }
+                index = self.nodes[index as usize].next_free;
+            }
+            next_bin = if bsl + 1 < SL_COUNT {
+                Some((bfl, bsl + 1))
+            } else if bfl + 1 < FL_COUNT {
+                Some((bfl + 1, 0))
+            } else {
+                None
+            };
+        }
+        Err(oom)
+    }
+
+    /// Turns free node `index` into a used range at `offset`; front padding and tail go back to the bins.
+    fn take(
+        &mut self,
+        index: u32,
+        offset: u64,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+    ) -> UsedRange {
+        self.remove_free(index);
+        let (start, end, prev, next) = {
+            let node = &self.nodes[index as usize];
+            (node.offset, node.offset + node.size, node.prev_phys, node.next_phys)
+        };
+        if offset > start {
+            let pad = self.new_slot(start, offset - start, prev, index);
+            match prev {
+                NIL => self.first_phys = pad,
+                p => self.nodes[p as usize].next_phys = pad,
+            }
+            self.nodes[index as usize].prev_phys = pad;
+            self.insert_free(pad);
+        }
+        let alloc_end = offset + size;
+        if alloc_end < end {
+            let tail = self.new_slot(alloc_end, end - alloc_end, index, next);
+            match next {
+                NIL => self.last_phys = tail,
+                n => self.nodes[n as usize].prev_phys = tail,
+            }
+            self.nodes[index as usize].next_phys = tail;
+            self.insert_free(tail);
+        }
+        let node = &mut self.nodes[index as usize];
+        node.offset = offset;
+        node.size = size;
+        node.state = NodeState::Used;
+        node.class = class;
+        node.alignment_log2 = alignment.trailing_zeros() as u8;
+        self.used_bytes += size;
+        self.used_count += 1;
+        self.live_per_class[class as usize] += 1;
+        UsedRange { slot: index, generation: node.generation, offset, size, class }
+    }
+
+    /// The used range in `slot` if it still holds `generation`.
+    pub fn used(&self, slot: u32, generation: u32) -> Result<UsedRange, Error> {
+        match self.nodes.get(slot as usize) {
+            Some(node) if node.state == NodeState::Used && node.generation == generation => {
+                Ok(UsedRange { slot, generation, offset: node.offset, size: node.size, class: node.class })
+            }
+            _ => Err(Error::StaleHandle),
+        }
+    }
+
+    /// Frees the used range in `slot`, merging it with free neighbours.
+    pub fn free(&mut self, slot: u32, generation: u32) -> Result<UsedRange, Error> {
+        let used = self.used(slot, generation)?;
+        let index = slot;
+        {
+            let node = &mut self.nodes[index as usize];
+            node.generation = (node.generation + 1) & GENERATION_MASK;
+            node.state = NodeState::Free;
+        }
+        self.used_bytes -= used.size;
+        self.used_count -= 1;
+        self.live_per_class[used.class as usize] -= 1;
+
+        let prev = self.nodes[index as usize].prev_phys;
+        if prev != NIL && self.nodes[prev as usize].state == NodeState::Free {
+            self.remove_free(prev);
+            let (prev_offset, prev_size, prev_prev) = {
+                let p = &self.nodes[prev as usize];
+                (p.offset, p.size, p.prev_phys)
+            };
+            let node = &mut self.nodes[index as usize];
+            node.offset = prev_offset;
+            node.size += prev_size;
+            node.prev_phys = prev_prev;
+            match prev_prev {
+                NIL => self.first_phys = index,
+                pp => self.nodes[pp as usize].next_phys = index,
+            }
+            self.release_slot(prev);
+        }
+        let next = self.nodes[index as usize].next_phys;
+        if next != NIL && self.nodes[next as usize].state == NodeState::Free {
+            self.remove_free(next);
+            let (next_size, next_next) = {
+                let n = &self.nodes[next as usize];
+                (n.size, n.next_phys)
+            };
+            let node = &mut self.nodes[index as usize];
+            node.size += next_size;
+            node.next_phys = next_next;
+            match next_next {
+                NIL => self.last_phys = index,
+                nn => self.nodes[nn as usize].prev_phys = index,
+            }
+            self.release_slot(next);
+        }
+        self.insert_free(index);
+        Ok(used)
+    }
+
+    /// Extends the capacity to `new_capacity`; live ranges stay where they are.
+    pub fn grow(&mut self, new_capacity: u64) -> Result<(), Error> {
+        if new_capacity < self.capacity {
+            return Err(Error::InvalidConfig { reason: "grow cannot shrink the capacity" });
+        }
+        if new_capacity == self.capacity {
+            return Ok(());
+        }
+        let added = new_capacity - self.capacity;
+        let last = self.last_phys;
+        if self.nodes[last as usize].state == NodeState::Free {
+            self.remove_free(last);
+            self.nodes[last as usize].size += added;
+            self.insert_free(last);
+        } else {
+            if !self.can_take_slots(1) {
+                return Err(Error::TooManyAllocations);
+            }
+            let tail = self.new_slot(self.capacity, added, last, NIL);
+            self.nodes[last as usize].next_phys = tail;
+            self.last_phys = tail;
+            self.insert_free(tail);
+        }
+        self.capacity = new_capacity;
+        Ok(())
+    }
+
+    /// Size of the largest free range (scans one bin: the highest non-empty one).
+    pub fn largest_free(&self) -> u64 {
+        if self.fl_bitmap == 0 {
+            return 0;
+        }
+        let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
+        let sl = 31 - self.sl_bitmaps[fl].leading_zeros() as usize;
+        let mut largest = 0;
+        let mut index = self.bins[fl * SL_COUNT + sl];
+        while index != NIL {
+            let node = &self.nodes[index as usize];
+            largest = largest.max(node.size);
+            index = node.next_free;
+        }
+        largest
+    }
+
+    /// Used ranges in offset order.
+    pub fn used_ranges(&self) -> UsedRanges<'_> {
+        UsedRanges { tlsf: self, next: self.first_phys }
+    }
+
+    /// Every range, free or used, in offset order: `(offset, size, used)`.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
+        let mut next = self.first_phys;
+        core::iter::from_fn(move || {
+            if next == NIL {
+                return None;
+            }
+            let node = &self.nodes[next as usize];
+            next = node.next_phys;
+            Some((node.offset, node.size, node.state == NodeState::Used))
+        })
+    }
+
+    /// Checks every structural invariant; see the module documentation.
+    #[cfg(any(test, feature = "check"))]
+    pub fn check(&self) -> Result<(), crate::check::Violation> {
+        use crate::check::Violation;
+        let fail = |what: &'static str, offset: u64| Err(Violation { what, offset });
+        let granularity = self.min_granularity();
+
+        // Physical order: contiguous tiling of [0, capacity).
+        let mut expected_offset = 0u64;
+        let mut prev = NIL;
+        let mut index = self.first_phys;
+        let (mut free_nodes, mut used_nodes, mut used_bytes, mut walked) = (0usize, 0usize, 0u64, 0usize);
+        let mut live_per_class = [0usize; 4];
+        let mut prev_was_free = false;
+        let mut last_used: Option<&Node> = None;
+        while index != NIL {
+            walked += 1;
+            if walked > self.nodes.len() {
+                return fail("physical list has a cycle", expected_offset);
+            }
+            let node = &self.nodes[index as usize];
+            if node.prev_phys != prev {
+                return fail("physical back link broken", node.offset);
+            }
+            if node.offset != expected_offset {
+                return fail("ranges overlap or leave a gap", node.offset);
+            }
+            if node.size == 0 {
+                return fail("empty range", node.offset);
+            }
+            match node.state {
+                NodeState::Free => {
+                    if prev_was_free {
+                        return fail("two free neighbours not coalesced", node.offset);
+                    }
+                    free_nodes += 1;
+                    prev_was_free = true;
+                }
+                NodeState::Used => {
+                    if !node.offset.is_multiple_of(1u64 << node.alignment_log2)
+                        || !node.offset.is_multiple_of(granularity)
+                    {
+                        return fail("used range misaligned", node.offset);
+                    }
+                    if !node.size.is_multiple_of(granularity) {
+                        return fail("used size not a multiple of the granularity", node.offset);
+                    }
+                    if let Some(before) = last_used {
+                        let page = self.class_granularity;
+                        if before.class.conflicts_with(node.class)
+                            && align_down(before.offset + before.size - 1, page)
+                                == align_down(node.offset, page)
+                        {
+                            return fail("conflicting classes share a granularity page", node.offset);
+                        }
+                    }
+                    last_used = Some(node);
+                    used_nodes += 1;
+                    used_bytes += node.size;
+                    live_per_class[node.class as usize] += 1;
+                    prev_was_free = false;
+                }
+                NodeState::Vacant => return fail("vacant slot in the physical list", node.offset),
+            }
+            expected_offset = node
+                .offset
+                .checked_add(node.size)
+                .ok_or(Violation { what: "range end overflows", offset: node.offset })?;
+            prev = index;
+            index = node.next_phys;
+        }
+        if expected_offset != self.capacity {
+            return fail("ranges do not add up to the capacity", expected_offset);
+        }
+        if prev != self.last_phys {
+            return fail("last range pointer is wrong", expected_offset);
+        }
+        if used_nodes != self.used_count || used_bytes != self.used_bytes || free_nodes != self.free_count {
+            return fail("counters disagree with the ranges", used_bytes);
+        }
+        if live_per_class != self.live_per_class {
+            return fail("per-class counters disagree with the ranges", 0);
+        }
+
+        // Bins: every free node exactly once, in the bin of its size, bitmaps matching.
+        let mut listed = 0usize;
+        for fl in 0..FL_COUNT {
+            if ((self.fl_bitmap >> fl) & 1 == 1) != (self.sl_bitmaps[fl] != 0) {
+                return fail("first-level bitmap disagrees with second level", fl as u64);
+            }
+            for sl in 0..SL_COUNT {
+                let head = self.bins[fl * SL_COUNT + sl];
+                if ((self.sl_bitmaps[fl] >> sl) & 1 == 1) != (head != NIL) {
+                    return fail("second-level bitmap disagrees with the bin", (fl * SL_COUNT + sl) as u64);
+                }
+                let mut prev_free = NIL;
+                let mut index = head;
+                while index != NIL {
+                    listed += 1;
+                    if listed > self.free_count {
+                        return fail("free lists hold more nodes than there are free ranges", 0);
+                    }
+                    let node = &self.nodes[index as usize];
+                    if node.state != NodeState::Free {
+                        return fail("non-free node in a free list", node.offset);
+                    }
+                    if node.prev_free != prev_free {
+                        return fail("free-list back link broken", node.offset);
+                    }
+                    if bin_of(node.size >> self.granularity_shift) != (fl, sl) {
+                        return fail("free range in the wrong bin", node.offset);
+                    }
+                    prev_free = index;
+                    index = node.next_free;
+                }
+            }
+        }
+        if listed != self.free_count {
+            return fail("a free range is missing from the bins", 0);
+        }
+
+        // Vacant slots.
+        let mut vacant = 0usize;
+        let mut index = self.vacant_head;
+        while index != NIL {
+            vacant += 1;
+            if vacant > self.nodes.len() || self.nodes[index as usize].state != NodeState::Vacant {
+                return fail("vacant list broken", index as u64);
+            }
+            index = self.nodes[index as usize].next_free;
+        }
+        if vacant != self.vacant_count || vacant + walked != self.nodes.len() {
+            return fail("slots lost: vacant + ranges != slab size", vacant as u64);
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over used ranges in offset order.
+pub(crate) struct UsedRanges<'a> {
+    tlsf: &'a Tlsf,
+    next: u32,
+}
+
+impl Iterator for UsedRanges<'_> {
+    type Item = UsedRange;
+
+    fn next(&mut self) -> Option<UsedRange> {
+        while self.next != NIL {
+            let slot = self.next;
+            let node = &self.tlsf.nodes[slot as usize];
+            self.next = node.next_phys;
+            if node.state == NodeState::Used {
+                return Some(UsedRange {
+                    slot,
+                    generation: node.generation,
+                    offset: node.offset,
+                    size: node.size,
+                    class: node.class,
+                });
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ResourceClass::*;
+
+    fn tlsf(capacity: u64) -> Tlsf {
+        Tlsf::new(capacity, 16, 1).unwrap()
+    }
+
+    #[test]
+    fn bins_are_monotonic_and_fitting_bins_hold_the_request() {
+        let mut last = (0, 0);
+        for units in 1..100_000u64 {
+            let bin = bin_of(units);
+            assert!(bin >= last, "bin_of must not decrease");
+            last = bin;
+            // Every range in the fitting bin or above is at least `units` long: the fitting bin's lower bound.
+            let (fl, sl) = bin_fitting(units).unwrap();
+            let lower = if fl == 0 { sl as u64 } else { ((SL_COUNT + sl) as u64) << (fl - 1) };
+            assert!(lower >= units, "units {units}: fitting bin starts at {lower}");
+        }
+        assert_eq!(bin_fitting(u64::MAX), None);
+        assert_eq!(bin_of(u64::MAX).0, FL_COUNT - 1);
+    }
+
+    #[test]
+    fn allocate_and_free_coalesce_both_neighbours() {
+        let mut t = tlsf(1024);
+        let a = t.allocate(100, 1, Buffer).unwrap();
+        let b = t.allocate(100, 1, Buffer).unwrap();
+        let c = t.allocate(100, 1, Buffer).unwrap();
+        assert_eq!((a.offset, b.offset, c.offset), (0, 112, 224));
+        t.check().unwrap();
+        t.free(a.slot, a.generation).unwrap();
+        t.free(c.slot, c.generation).unwrap();
+        t.check().unwrap();
+        assert_eq!(t.free_count(), 2);
+        t.free(b.slot, b.generation).unwrap();
+        t.check().unwrap();
+        assert_eq!(t.free_count(), 1);
+        assert_eq!(t.largest_free(), 1024);
+    }
+
+    #[test]
+    fn double_free_is_stale() {
+        let mut t = tlsf(1024);
+        let a = t.allocate(64, 1, Buffer).unwrap();
+        t.free(a.slot, a.generation).unwrap();
+        assert_eq!(t.free(a.slot, a.generation), Err(Error::StaleHandle));
+        // The slot is reused by the next allocation, with a new generation.
+        let b = t.allocate(64, 1, Buffer).unwrap();
+        assert_eq!(t.free(a.slot, a.generation), Err(Error::StaleHandle));
+        t.free(b.slot, b.generation).unwrap();
+        assert_eq!(t.free(999, 0), Err(Error::StaleHandle));
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn aligned_request_returns_front_padding_to_the_bins() {
+        let mut t = tlsf(1 << 20);
+        let a = t.allocate(48, 1, Buffer).unwrap();
+        let b = t.allocate(1000, 4096, Buffer).unwrap();
+        assert_eq!(b.offset, 4096);
+        t.check().unwrap();
+        // The padding [48, 4096) is free and serves the next small request.
+        let c = t.allocate(64, 16, Buffer).unwrap();
+        assert!(c.offset >= 48 && c.offset + 64 <= 4096, "{}", c.offset);
+        for r in [a, b, c] {
+            t.free(r.slot, r.generation).unwrap();
+        }
+        t.check().unwrap();
+        assert_eq!(t.largest_free(), 1 << 20);
+    }
+
+    #[test]
+    fn last_fitting_range_is_found_even_when_bins_round_up() {
+        // A free range of 1000 units sits in a bin whose lower bound is below 1000: the O(1) search would skip
+        // it, the scan must not.
+        let mut t = tlsf(16 * 1000);
+        let r = t.allocate(16 * 999, 1, Buffer).unwrap();
+        t.free(r.slot, r.generation).unwrap();
+        let r = t.allocate(16 * 1000, 1, Buffer).unwrap();
+        assert_eq!(r.offset, 0);
+        assert_eq!(t.allocate(16, 1, Buffer), Err(Error::OutOfMemory { size: 16, alignment: 1 }));
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn conflicting_classes_never_share_a_page() {
+        let mut t = Tlsf::new(64 * 1024, 16, 1024).unwrap();
+        let buf = t.allocate(100, 16, Buffer).unwrap();
+        let img = t.allocate(100, 16, OptimalImage).unwrap();
+        assert_eq!(buf.offset, 0);
+        assert_eq!(img.offset, 1024, "optimal image must start on the next page");
+        let buf2 = t.allocate(100, 16, Buffer).unwrap();
+        assert_eq!(buf2.offset, 2048, "buffer after the image's page");
+        let lin = t.allocate(100, 16, LinearImage).unwrap();
+        assert_eq!(lin.offset, buf2.offset + 112, "linear image may share a page with a buffer");
+        t.check().unwrap();
+        let small = t.allocate(64, 16, Buffer).unwrap();
+        assert!(small.offset >= 112);
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn gap_before_a_conflicting_neighbour_is_used_up_to_the_page_edge() {
+        let mut t = Tlsf::new(2048, 16, 1024).unwrap();
+        let _buf = t.allocate(100, 16, Buffer).unwrap();
+        let _img = t.allocate(1024, 16, OptimalImage).unwrap();
+        // Only [112, 1024) is left; a buffer may fill it exactly, but not one byte past the image's page.
+        assert_eq!(t.allocate(913, 16, Buffer), Err(Error::OutOfMemory { size: 913, alignment: 16 }));
+        let fill = t.allocate(912, 16, Buffer).unwrap();
+        assert_eq!(fill.offset, 112);
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn class_rule_holds_at_the_block_end_and_after_coalescing() {
+        let mut t = Tlsf::new(4096, 16, 1024).unwrap();
+        // Fill the last page with an optimal image, leave the rest to buffers.
+        let img = t.allocate(1024, 1024, OptimalImage).unwrap();
+        assert_eq!(img.offset, 0);
+        let tail_img = t.allocate(512, 16, OptimalImage).unwrap();
+        assert_eq!(tail_img.offset, 1024);
+        // A buffer may not use the rest of page 1 ([1536, 2048)).
+        let buf = t.allocate(512, 16, Buffer).unwrap();
+        assert_eq!(buf.offset, 2048);
+        t.check().unwrap();
+        // Freeing the tail image leaves [1024, 2048) free between the image at 0 and the buffer at 2048.
+        t.free(tail_img.slot, tail_img.generation).unwrap();
+        t.check().unwrap();
+        // Now the whole of [0.., 2048) except page 0 is free: a buffer may sit at 1024 (page 1 has no image).
+        let buf2 = t.allocate(1024, 16, Buffer).unwrap();
+        assert_eq!(buf2.offset, 1024);
+        t.check().unwrap();
+        // Fill to the very end with buffers; an optimal image must not go into the last page's remainder.
+        let buf3 = t.allocate(512, 16, Buffer).unwrap();
+        assert_eq!(buf3.offset, 2560);
+        let end_img = t.allocate(512, 16, OptimalImage);
+        assert!(matches!(end_img, Ok(ref r) if r.offset == 3072), "{end_img:?}");
+        assert!(t.allocate(16, 16, OptimalImage).is_ok(), "space left on page 3 for an image");
+        assert_eq!(t.allocate(16, 16, Buffer), Err(Error::OutOfMemory { size: 16, alignment: 16 }));
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn grow_extends_a_free_tail_or_adds_one() {
+        let mut t = tlsf(1024);
+        let a = t.allocate(1024, 1, Buffer).unwrap();
+        t.grow(2048).unwrap();
+        t.check().unwrap();
+        let b = t.allocate(1024, 1, Buffer).unwrap();
+        assert_eq!(b.offset, 1024);
+        t.free(b.slot, b.generation).unwrap();
+        t.grow(4096).unwrap();
+        t.check().unwrap();
+        assert_eq!(t.largest_free(), 3072);
+        assert!(matches!(t.grow(100), Err(Error::InvalidConfig { .. })));
+        t.free(a.slot, a.generation).unwrap();
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn reset_makes_old_handles_stale_and_keeps_slots() {
+        let mut t = tlsf(1 << 16);
+        let ranges: Vec<_> = (0..10).map(|_| t.allocate(100, 1, Buffer).unwrap()).collect();
+        let slots = t.slot_count();
+        t.reset_ranges();
+        t.check().unwrap();
+        for r in &ranges {
+            assert_eq!(t.free(r.slot, r.generation), Err(Error::StaleHandle));
+        }
+        let again: Vec<_> = (0..10).map(|_| t.allocate(100, 1, Buffer).unwrap()).collect();
+        assert_eq!(t.slot_count(), slots, "slots are reused, not added");
+        for r in again {
+            t.free(r.slot, r.generation).unwrap();
+        }
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn odd_capacity_tail_is_tracked() {
+        let mut t = tlsf(1000); // not a multiple of 16
+        let a = t.allocate(992, 1, Buffer).unwrap();
+        t.check().unwrap();
+        assert_eq!(t.allocate(1, 1, Buffer), Err(Error::OutOfMemory { size: 1, alignment: 1 }));
+        t.free(a.slot, a.generation).unwrap();
+        t.check().unwrap();
+        assert_eq!(t.largest_free(), 1000);
+    }
+}

@@ -1,0 +1,331 @@
+//! [`VirtualBlock`]: the public, device-free TLSF range allocator, with owner-checked handles and optional
+//! per-allocation user data.
+
+use alloc::vec::Vec;
+
+use crate::class::ResourceClass;
+use crate::error::Error;
+use crate::handle::{Allocation, Handle, next_owner_tag};
+use crate::stats::Stats;
+use crate::tlsf::{Tlsf, UsedRange};
+
+/// How a [`VirtualBlock`] is set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VirtualBlockConfig {
+    /// Bytes (or any unit) managed: offsets lie in `[0, capacity)`.
+    pub capacity: u64,
+    /// Every allocation is rounded up to a multiple of this and starts on a multiple of it (a power of two).
+    /// Larger values make the allocator slightly faster and coarser. Default 1.
+    pub min_granularity: u64,
+    /// Vulkan's `bufferImageGranularity`: conflicting [`ResourceClass`]es never share a page of this size (a
+    /// power of two; 1, the default, disables the rule).
+    pub class_granularity: u64,
+}
+
+impl VirtualBlockConfig {
+    /// A configuration for `capacity` with a granularity of 1 and no class rule.
+    pub const fn new(capacity: u64) -> VirtualBlockConfig {
+        VirtualBlockConfig { capacity, min_granularity: 1, class_granularity: 1 }
+    }
+
+    /// Sets [`VirtualBlockConfig::min_granularity`].
+    pub const fn with_min_granularity(mut self, min_granularity: u64) -> VirtualBlockConfig {
+        self.min_granularity = min_granularity;
+        self
+    }
+
+    /// Sets [`VirtualBlockConfig::class_granularity`].
+    pub const fn with_class_granularity(mut self, class_granularity: u64) -> VirtualBlockConfig {
+        self.class_granularity = class_granularity;
+        self
+    }
+}
+
+/// One live allocation, as [`VirtualBlock::get`] and [`VirtualBlock::iter`] report it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AllocationInfo<'a, T> {
+    /// The handle's raw form ([`Handle::to_raw`]).
+    pub raw_handle: u64,
+    /// Start of the range.
+    pub offset: u64,
+    /// Length of the range, rounded up to the minimum granularity.
+    pub size: u64,
+    /// The class it was allocated for.
+    pub class: ResourceClass,
+    /// Its user data, if any was attached.
+    pub user_data: Option<&'a T>,
+}
+
+/// A device-free range allocator over `[0, capacity)`: O(1) two-level segregated fit, resource classes,
+/// move-only handles that catch double frees and foreign handles, and optional user data of type `T`.
+///
+/// Metadata grows with the number of ranges and is reused: in a steady state allocate and free do not touch
+/// the heap.
+#[derive(Debug)]
+pub struct VirtualBlock<T = ()> {
+    tlsf: Tlsf,
+    owner: u16,
+    /// User data by slot; grows with the TLSF slab, never shrinks.
+    user_data: Vec<Option<T>>,
+}
+
+impl<T> VirtualBlock<T> {
+    /// A block of `capacity` with the default configuration ([`VirtualBlockConfig::new`]).
+    pub fn new(capacity: u64) -> Result<VirtualBlock<T>, Error> {
+        VirtualBlock::with_config(VirtualBlockConfig::new(capacity))
+    }
+
+    /// A block set up by `config`; an invalid configuration is an [`Error::InvalidConfig`].
+    pub fn with_config(config: VirtualBlockConfig) -> Result<VirtualBlock<T>, Error> {
+        let tlsf = Tlsf::new(config.capacity, config.min_granularity, config.class_granularity)?;
+        let mut user_data = Vec::new();
+        user_data.resize_with(tlsf.slot_count(), || None);
+        Ok(VirtualBlock { tlsf, owner: next_owner_tag(), user_data })
+    }
+
+    /// The current capacity.
+    pub fn capacity(&self) -> u64 {
+        self.tlsf.capacity()
+    }
+
+    /// The configuration this block runs with (capacity as it is now, after any [`VirtualBlock::grow`]).
+    pub fn config(&self) -> VirtualBlockConfig {
+        VirtualBlockConfig {
+            capacity: self.tlsf.capacity(),
+            min_granularity: self.tlsf.min_granularity(),
+            class_granularity: self.tlsf.class_granularity(),
+        }
+    }
+
+    /// Whether no allocation is live.
+    pub fn is_empty(&self) -> bool {
+        self.tlsf.used_count() == 0
+    }
+
+    /// Allocates `size` bytes aligned to `alignment` (a power of two) for a resource of `class`.
+    pub fn allocate(&mut self, size: u64, alignment: u64, class: ResourceClass) -> Result<Allocation, Error> {
+        self.allocate_inner(size, alignment, class, None)
+    }
+
+    /// As [`VirtualBlock::allocate`], attaching `user_data` to the allocation.
+    pub fn allocate_with(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        user_data: T,
+    ) -> Result<Allocation, Error> {
+        self.allocate_inner(size, alignment, class, Some(user_data))
+    }
+
+    fn allocate_inner(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        user_data: Option<T>,
+    ) -> Result<Allocation, Error> {
+        let range = self.tlsf.allocate(size, alignment, class)?;
+        if self.user_data.len() < self.tlsf.slot_count() {
+            self.user_data.resize_with(self.tlsf.slot_count(), || None);
+        }
+        self.user_data[range.slot as usize] = user_data;
+        Ok(Allocation {
+            handle: Handle::new(self.owner, range.slot, range.generation),
+            offset: range.offset,
+            size,
+        })
+    }
+
+    fn resolve(&self, handle: &Handle) -> Result<UsedRange, Error> {
+        if handle.owner() != self.owner {
+            return Err(Error::ForeignHandle);
+        }
+        self.tlsf.used(handle.slot(), handle.generation())
+    }
+
+    /// Frees an allocation (an [`Allocation`] or its [`Handle`]) and returns its user data. A double free, a
+    /// stale handle or another block's handle is an error and changes nothing.
+    pub fn free(&mut self, handle: impl Into<Handle>) -> Result<Option<T>, Error> {
+        let handle = handle.into();
+        if handle.owner() != self.owner {
+            return Err(Error::ForeignHandle);
+        }
+        let range = self.tlsf.free(handle.slot(), handle.generation())?;
+        Ok(self.user_data[range.slot as usize].take())
+    }
+
+    /// Looks up a live allocation.
+    pub fn get(&self, handle: &Handle) -> Result<AllocationInfo<'_, T>, Error> {
+        let range = self.resolve(handle)?;
+        Ok(self.info(range))
+    }
+
+    /// Replaces an allocation's user data, returning the previous value.
+    pub fn set_user_data(&mut self, handle: &Handle, user_data: T) -> Result<Option<T>, Error> {
+        let range = self.resolve(handle)?;
+        Ok(self.user_data[range.slot as usize].replace(user_data))
+    }
+
+    fn info(&self, range: UsedRange) -> AllocationInfo<'_, T> {
+        AllocationInfo {
+            raw_handle: Handle::new(self.owner, range.slot, range.generation).to_raw(),
+            offset: range.offset,
+            size: range.size,
+            class: range.class,
+            user_data: self.user_data[range.slot as usize].as_ref(),
+        }
+    }
+
+    /// Live allocations in offset order.
+    pub fn iter(&self) -> impl Iterator<Item = AllocationInfo<'_, T>> + '_ {
+        self.tlsf.used_ranges().map(|range| self.info(range))
+    }
+
+    /// A snapshot of usage. O(1) but for the largest free range, which scans one bin.
+    pub fn stats(&self) -> Stats {
+        let used_bytes = self.tlsf.used_bytes();
+        Stats {
+            capacity: self.tlsf.capacity(),
+            used_bytes,
+            free_bytes: self.tlsf.capacity() - used_bytes,
+            allocation_count: self.tlsf.used_count(),
+            free_range_count: self.tlsf.free_count(),
+            largest_free_range: self.tlsf.largest_free(),
+        }
+    }
+
+    /// Frees everything at once; every handle given out before becomes stale. User data is dropped.
+    pub fn clear(&mut self) {
+        self.tlsf.reset_ranges();
+        self.user_data.iter_mut().for_each(|slot| *slot = None);
+    }
+
+    /// Extends the capacity to `new_capacity` (the underlying memory grew); live allocations keep their offsets.
+    /// Shrinking is an [`Error::InvalidConfig`].
+    pub fn grow(&mut self, new_capacity: u64) -> Result<(), Error> {
+        self.tlsf.grow(new_capacity)?;
+        if self.user_data.len() < self.tlsf.slot_count() {
+            self.user_data.resize_with(self.tlsf.slot_count(), || None);
+        }
+        Ok(())
+    }
+
+    /// Every range, free or used, in offset order as `(offset, size, used)`: for reports and visualisation.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
+        self.tlsf.ranges()
+    }
+
+    /// Heap bytes this block holds for its bookkeeping (slab, bins and user data slots).
+    pub fn metadata_bytes(&self) -> usize {
+        self.tlsf.metadata_bytes() + self.user_data.capacity() * core::mem::size_of::<Option<T>>()
+    }
+
+    /// Checks every invariant of the block (O(n)); see [`Violation`](crate::Violation).
+    #[cfg(any(test, feature = "check"))]
+    pub fn check(&self) -> Result<(), crate::check::Violation> {
+        self.tlsf.check()?;
+        if self.user_data.len() < self.tlsf.slot_count() {
+            return Err(crate::check::Violation { what: "user data slots missing", offset: 0 });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ResourceClass::Buffer;
+
+    #[test]
+    fn bad_input_is_a_typed_error_and_changes_nothing() {
+        let mut block = VirtualBlock::<()>::new(1 << 20).unwrap();
+        let keep = block.allocate(100, 1, Buffer).unwrap();
+        let before = block.stats();
+        assert_eq!(block.allocate(0, 1, Buffer), Err(Error::ZeroSize));
+        assert_eq!(block.allocate(1, 3, Buffer), Err(Error::InvalidAlignment { alignment: 3 }));
+        assert_eq!(block.allocate(1, 0, Buffer), Err(Error::InvalidAlignment { alignment: 0 }));
+        assert_eq!(
+            block.allocate((1 << 20) + 1, 1, Buffer),
+            Err(Error::SizeTooLarge { size: (1 << 20) + 1, capacity: 1 << 20 })
+        );
+        assert_eq!(
+            block.allocate(1, 1 << 21, Buffer),
+            Err(Error::AlignmentTooLarge { alignment: 1 << 21, capacity: 1 << 20 })
+        );
+        assert_eq!(
+            block.allocate(1 << 20, 1, Buffer),
+            Err(Error::OutOfMemory { size: 1 << 20, alignment: 1 })
+        );
+        assert_eq!(block.stats(), before);
+        block.check().unwrap();
+        block.free(keep).unwrap();
+    }
+
+    #[test]
+    fn handles_are_checked_for_owner_and_generation() {
+        let mut a = VirtualBlock::<()>::new(4096).unwrap();
+        let mut b = VirtualBlock::<()>::new(4096).unwrap();
+        let from_a = a.allocate(64, 1, Buffer).unwrap();
+        let raw = from_a.handle.to_raw();
+        // b has the same slot layout but a different owner.
+        let from_b = b.allocate(64, 1, Buffer).unwrap();
+        assert_eq!(b.free(Handle::from_raw(raw)), Err(Error::ForeignHandle));
+        assert_eq!(a.free(from_a), Ok(None));
+        assert_eq!(a.free(Handle::from_raw(raw)), Err(Error::StaleHandle), "double free");
+        assert_eq!(a.get(&Handle::from_raw(raw)).map(|i| i.offset), Err(Error::StaleHandle));
+        assert_eq!(a.free(Handle::from_raw(u64::MAX)), Err(Error::ForeignHandle));
+        b.free(from_b).unwrap();
+        a.check().unwrap();
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn user_data_travels_with_the_allocation() {
+        let mut block = VirtualBlock::<&'static str>::new(4096).unwrap();
+        let a = block.allocate_with(10, 1, Buffer, "vertices").unwrap();
+        let b = block.allocate(10, 1, Buffer).unwrap();
+        assert_eq!(block.get(&a.handle).unwrap().user_data, Some(&"vertices"));
+        assert_eq!(block.set_user_data(&b.handle, "indices"), Ok(None));
+        let names: Vec<_> = block.iter().map(|i| *i.user_data.unwrap()).collect();
+        assert_eq!(names, ["vertices", "indices"]);
+        assert_eq!(block.free(a), Ok(Some("vertices")));
+        assert_eq!(block.free(b), Ok(Some("indices")));
+    }
+
+    #[test]
+    fn clear_frees_everything_and_invalidates_handles() {
+        let mut block = VirtualBlock::<u32>::new(1 << 16).unwrap();
+        let handles: Vec<_> = (0..20).map(|i| block.allocate_with(100, 16, Buffer, i).unwrap()).collect();
+        block.clear();
+        block.check().unwrap();
+        assert!(block.is_empty());
+        assert_eq!(block.stats().largest_free_range, 1 << 16);
+        for a in handles {
+            assert_eq!(block.free(a), Err(Error::StaleHandle));
+        }
+    }
+
+    #[test]
+    fn grow_keeps_live_allocations() {
+        let mut block = VirtualBlock::<()>::new(1000).unwrap();
+        let a = block.allocate(1000, 1, Buffer).unwrap();
+        block.grow(3000).unwrap();
+        let b = block.allocate(2000, 1, Buffer).unwrap();
+        assert_eq!((a.offset, b.offset), (0, 1000));
+        assert_eq!(block.config().capacity, 3000);
+        block.check().unwrap();
+        block.free(a).unwrap();
+        block.free(b).unwrap();
+    }
+
+    #[test]
+    fn invalid_configs_are_rejected() {
+        assert!(matches!(VirtualBlock::<()>::new(0), Err(Error::InvalidConfig { .. })));
+        let bad_gran = VirtualBlockConfig::new(100).with_min_granularity(3);
+        assert!(matches!(VirtualBlock::<()>::with_config(bad_gran), Err(Error::InvalidConfig { .. })));
+        let bad_class = VirtualBlockConfig::new(100).with_class_granularity(0);
+        assert!(matches!(VirtualBlock::<()>::with_config(bad_class), Err(Error::InvalidConfig { .. })));
+    }
+}
