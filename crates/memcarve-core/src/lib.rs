@@ -45,3 +45,8 @@ pub use handle::{Allocation, Handle};
 pub use linear::{LinearAllocator, RingAllocator};
 pub use stats::Stats;
 pub use virtual_block::{AllocationInfo, VirtualBlock, VirtualBlockConfig};
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

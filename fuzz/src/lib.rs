@@ -1,1 +1,0 @@
-//! Fuzz targets live in fuzz_targets/.
