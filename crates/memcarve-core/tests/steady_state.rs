@@ -2,6 +2,8 @@
 //! heap. Counted by a global allocator that tallies the calling thread's allocations (a binary of its own, so the
 //! counting allocator does not slow the other tests).
 
+#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
