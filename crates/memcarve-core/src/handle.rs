@@ -6,6 +6,7 @@
 //! be reused 2^24 times, or 2^16 allocators created, before a forged or ancient handle could alias a live one.
 
 use core::fmt;
+use core::num::NonZeroU64;
 use core::sync::atomic::{AtomicU16, Ordering};
 
 pub(crate) const SLOT_BITS: u32 = 24;
@@ -15,55 +16,67 @@ pub(crate) const GENERATION_MASK: u32 = (1 << GENERATION_BITS) - 1;
 
 static NEXT_OWNER_TAG: AtomicU16 = AtomicU16::new(1);
 
-/// A fresh owner tag for a new allocator (wraps after 65,536 allocators).
+/// A fresh owner tag for a new allocator (wraps after 65,535 allocators). Never 0: a raw value with owner tag
+/// 0 belongs to no allocator, and every handle's raw form is non-zero (so `Option<Handle>` is 8 bytes).
 pub(crate) fn next_owner_tag() -> u16 {
-    NEXT_OWNER_TAG.fetch_add(1, Ordering::Relaxed)
+    loop {
+        let tag = NEXT_OWNER_TAG.fetch_add(1, Ordering::Relaxed);
+        if tag != 0 {
+            return tag;
+        }
+    }
 }
+
+/// What `Handle::from_raw(0)` holds: owner tag 0, so every allocator refuses it as foreign.
+const UNOWNED: NonZeroU64 = NonZeroU64::MIN;
 
 /// Identifies one live allocation of one allocator. Not `Copy` or `Clone`: freeing consumes it, so a double
 /// free needs a deliberate [`Handle::from_raw`], and even then it is reported as [`crate::Error::StaleHandle`].
 #[must_use = "dropping a handle leaks its range until the allocator is cleared"]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Handle {
-    raw: u64,
+    raw: NonZeroU64,
 }
 
 impl Handle {
     pub(crate) fn new(owner: u16, slot: u32, generation: u32) -> Handle {
         debug_assert!(slot <= SLOT_MASK && generation <= GENERATION_MASK);
-        Handle {
-            raw: u64::from(slot & SLOT_MASK)
-                | (u64::from(generation & GENERATION_MASK) << SLOT_BITS)
-                | (u64::from(owner) << (SLOT_BITS + GENERATION_BITS)),
-        }
+        let raw = u64::from(slot & SLOT_MASK)
+            | (u64::from(generation & GENERATION_MASK) << SLOT_BITS)
+            | (u64::from(owner) << (SLOT_BITS + GENERATION_BITS));
+        Handle::from_raw(raw)
     }
 
-    /// The `u64` form, for FFI, traces and tests.
+    /// The `u64` form, for FFI, traces and tests. Never 0.
     pub fn to_raw(&self) -> u64 {
-        self.raw
+        self.raw.get()
     }
 
     /// Rebuilds a handle from [`Handle::to_raw`]'s value. Any `u64` is accepted here; the allocator validates it
-    /// when the handle is used.
+    /// when the handle is used. 0, which no allocator hands out, becomes a handle that every allocator refuses.
     pub fn from_raw(raw: u64) -> Handle {
-        Handle { raw }
+        Handle { raw: NonZeroU64::new(raw).unwrap_or(UNOWNED) }
+    }
+
+    fn bits(&self) -> u64 {
+        self.raw.get()
     }
 
     pub(crate) fn owner(&self) -> u16 {
-        (self.raw >> (SLOT_BITS + GENERATION_BITS)) as u16
+        (self.bits() >> (SLOT_BITS + GENERATION_BITS)) as u16
     }
 
     pub(crate) fn slot(&self) -> u32 {
-        (self.raw as u32) & SLOT_MASK
+        (self.bits() as u32) & SLOT_MASK
     }
 
     pub(crate) fn generation(&self) -> u32 {
-        ((self.raw >> SLOT_BITS) as u32) & GENERATION_MASK
+        ((self.bits() >> SLOT_BITS) as u32) & GENERATION_MASK
     }
 
     /// Slot and generation together: the 48-bit sequence number used by the linear allocators.
     pub(crate) fn sequence(&self) -> u64 {
-        self.raw & ((1 << (SLOT_BITS + GENERATION_BITS)) - 1)
+        self.bits() & ((1 << (SLOT_BITS + GENERATION_BITS)) - 1)
     }
 
     pub(crate) fn from_sequence(owner: u16, sequence: u64) -> Handle {
@@ -124,5 +137,11 @@ mod tests {
     #[test]
     fn owner_tags_differ_between_calls() {
         assert_ne!(next_owner_tag(), next_owner_tag());
+    }
+
+    #[test]
+    fn raw_zero_is_owned_by_nobody_and_option_is_free() {
+        assert_eq!(Handle::from_raw(0).owner(), 0);
+        assert_eq!(core::mem::size_of::<Option<Handle>>(), 8);
     }
 }

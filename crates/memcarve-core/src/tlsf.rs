@@ -24,27 +24,69 @@ const NIL: u32 = u32::MAX;
 /// Slots are addressed by 24 bits in handles.
 const MAX_SLOTS: usize = SLOT_MASK as usize + 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-enum NodeState {
-    Free,
-    Used,
-    /// A slab slot holding no range, linked in the vacant list through `next_free`.
-    Vacant,
-}
+/// `Node::next_free` of a used node.
+const USED: u32 = u32::MAX - 1;
+/// `Node::next_free` of a slab slot holding no range (listed in the vacant stack).
+const VACANT: u32 = u32::MAX - 2;
 
-#[derive(Debug, Clone)]
+/// One range, free or used, or a vacant slot: 32 bytes, so a node never straddles two cache lines. A used
+/// node does not need free-list links, so those two words hold its metadata instead: `next_free` is [`USED`]
+/// and `prev_free` packs the generation (24 bits), the class (2 bits) and log2 of the alignment (6 bits).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
 struct Node {
     offset: u64,
     size: u64,
     prev_phys: u32,
     next_phys: u32,
+    /// Free: previous node in the bin (or NIL). Used: packed metadata.
     prev_free: u32,
+    /// Free: next node in the bin (or NIL). Used: [`USED`]. Vacant: [`VACANT`].
     next_free: u32,
-    generation: u32,
-    state: NodeState,
-    class: ResourceClass,
-    alignment_log2: u8,
+}
+
+impl Node {
+    #[inline]
+    fn is_used(&self) -> bool {
+        self.next_free == USED
+    }
+
+    #[inline]
+    fn is_free(&self) -> bool {
+        self.next_free != USED && self.next_free != VACANT
+    }
+
+    #[cfg(any(test, feature = "check"))]
+    fn is_vacant(&self) -> bool {
+        self.next_free == VACANT
+    }
+
+    /// Packs a used node's metadata into `prev_free`.
+    #[inline]
+    fn set_used(&mut self, generation: u32, class: ResourceClass, alignment_log2: u32) {
+        self.next_free = USED;
+        self.prev_free = generation | (class as u32) << 24 | alignment_log2 << 26;
+    }
+
+    #[inline]
+    fn generation(&self) -> u32 {
+        self.prev_free & GENERATION_MASK
+    }
+
+    #[inline]
+    fn class(&self) -> ResourceClass {
+        match (self.prev_free >> 24) & 3 {
+            0 => ResourceClass::Unknown,
+            1 => ResourceClass::Buffer,
+            2 => ResourceClass::LinearImage,
+            _ => ResourceClass::OptimalImage,
+        }
+    }
+
+    #[cfg(any(test, feature = "check"))]
+    fn alignment_log2(&self) -> u32 {
+        self.prev_free >> 26
+    }
 }
 
 /// A used range as the engine reports it.
@@ -66,14 +108,18 @@ pub(crate) struct Tlsf {
     /// Page size within which conflicting classes must not meet (1 = no rule).
     class_granularity: u64,
     nodes: Vec<Node>,
-    vacant_head: u32,
-    vacant_count: usize,
+    /// Slots holding no range, reused last-in first-out. A stack of indices rather than a list threaded
+    /// through the nodes, so taking a slot does not read a cold node.
+    vacant: Vec<u32>,
     first_phys: u32,
     last_phys: u32,
     fl_bitmap: u64,
     sl_bitmaps: [u32; FL_COUNT],
     /// Heads of the free lists, `FL_COUNT * SL_COUNT` of them.
     bins: Vec<u32>,
+    /// Generation of the next used range. One counter for all slots: a stale handle is recognised unless
+    /// 2^24 allocations happened since it was freed and its slot is in use again with the same value.
+    next_generation: u32,
     used_bytes: u64,
     used_count: usize,
     free_count: usize,
@@ -90,17 +136,17 @@ fn align_down(value: u64, alignment: u64) -> u64 {
     value & !(alignment - 1)
 }
 
-/// The bin holding free ranges of `units` units.
+/// The bin holding free ranges of `units` units. Below `SL_COUNT` units the bins are linear (first level 0);
+/// above, `fl` is the power of two and `sl` the next `SL_BITS` bits. Written without branches: the size class
+/// of random requests is unpredictable, and a mispredicted branch here cost more than the arithmetic.
 #[inline]
 fn bin_of(units: u64) -> (usize, usize) {
-    if units < SL_COUNT as u64 {
-        (0, units as usize)
-    } else {
-        let msb = 63 - units.leading_zeros();
-        let fl = msb - SL_BITS + 1;
-        let sl = (units >> (msb - SL_BITS)) as usize - SL_COUNT;
-        (fl as usize, sl)
-    }
+    let msb = 63 - (units | 1).leading_zeros();
+    let top = msb.max(SL_BITS);
+    let large = u32::from(units >= SL_COUNT as u64);
+    let fl = top - SL_BITS + large;
+    let sl = (units >> (top - SL_BITS)) as usize - ((large as usize) << SL_BITS);
+    (fl as usize, sl)
 }
 
 /// The lowest bin all of whose ranges hold at least `units` units (None if no bin can).
@@ -132,13 +178,13 @@ impl Tlsf {
             granularity_shift: min_granularity.trailing_zeros(),
             class_granularity,
             nodes: Vec::new(),
-            vacant_head: NIL,
-            vacant_count: 0,
+            vacant: Vec::new(),
             first_phys: NIL,
             last_phys: NIL,
             fl_bitmap: 0,
             sl_bitmaps: [0; FL_COUNT],
             bins: alloc::vec![NIL; FL_COUNT * SL_COUNT],
+            next_generation: 0,
             used_bytes: 0,
             used_count: 0,
             free_count: 0,
@@ -179,23 +225,18 @@ impl Tlsf {
 
     /// Bytes of metadata held on the heap (slab and bins).
     pub fn metadata_bytes(&self) -> usize {
-        self.nodes.capacity() * core::mem::size_of::<Node>() + self.bins.capacity() * 4
+        self.nodes.capacity() * core::mem::size_of::<Node>()
+            + (self.bins.capacity() + self.vacant.capacity()) * 4
     }
 
     /// Forgets every range: one free range covers the capacity again. Generations of used slots advance, so
     /// every handle given out before is stale afterwards.
     pub fn reset_ranges(&mut self) {
-        self.vacant_head = NIL;
-        self.vacant_count = 0;
+        self.vacant.clear();
         for index in (0..self.nodes.len()).rev() {
             let node = &mut self.nodes[index];
-            if node.state == NodeState::Used {
-                node.generation = (node.generation + 1) & GENERATION_MASK;
-            }
-            node.state = NodeState::Vacant;
-            node.next_free = self.vacant_head;
-            self.vacant_head = index as u32;
-            self.vacant_count += 1;
+            node.next_free = VACANT;
+            self.vacant.push(index as u32);
         }
         self.fl_bitmap = 0;
         self.sl_bitmaps = [0; FL_COUNT];
@@ -213,42 +254,25 @@ impl Tlsf {
 
     /// Takes a vacant slot (or grows the slab) for a free range. Callers reserve room first.
     fn new_slot(&mut self, offset: u64, size: u64, prev_phys: u32, next_phys: u32) -> u32 {
-        let fresh = |generation| Node {
-            offset,
-            size,
-            prev_phys,
-            next_phys,
-            prev_free: NIL,
-            next_free: NIL,
-            generation,
-            state: NodeState::Free,
-            class: ResourceClass::Unknown,
-            alignment_log2: 0,
-        };
-        if self.vacant_head != NIL {
-            let index = self.vacant_head;
-            let node = &mut self.nodes[index as usize];
-            self.vacant_head = node.next_free;
-            self.vacant_count -= 1;
-            *node = fresh(node.generation);
+        let node = Node { offset, size, prev_phys, next_phys, prev_free: NIL, next_free: NIL };
+        if let Some(index) = self.vacant.pop() {
+            // Written whole, never read first: a reused slot is usually cold.
+            self.nodes[index as usize] = node;
             index
         } else {
-            self.nodes.push(fresh(0));
+            self.nodes.push(node);
             (self.nodes.len() - 1) as u32
         }
     }
 
     fn release_slot(&mut self, index: u32) {
-        let node = &mut self.nodes[index as usize];
-        node.state = NodeState::Vacant;
-        node.next_free = self.vacant_head;
-        self.vacant_head = index;
-        self.vacant_count += 1;
+        self.nodes[index as usize].next_free = VACANT;
+        self.vacant.push(index);
     }
 
     /// Whether `extra` more slots can be had without exceeding what handles can address.
     fn can_take_slots(&self, extra: usize) -> bool {
-        self.vacant_count >= extra || self.nodes.len() + (extra - self.vacant_count) <= MAX_SLOTS
+        self.vacant.len() >= extra || self.nodes.len() + (extra - self.vacant.len()) <= MAX_SLOTS
     }
 
     fn insert_free(&mut self, index: u32) {
@@ -258,7 +282,6 @@ impl Tlsf {
         let head = self.bins[bin];
         {
             let node = &mut self.nodes[index as usize];
-            node.state = NodeState::Free;
             node.prev_free = NIL;
             node.next_free = head;
         }
@@ -328,7 +351,7 @@ impl Tlsf {
             let page = self.class_granularity;
             // Neighbours of a free node are used nodes (free ones are always merged).
             if node.prev_phys != NIL
-                && self.nodes[node.prev_phys as usize].class.conflicts_with(class)
+                && self.nodes[node.prev_phys as usize].class().conflicts_with(class)
                 && align_down(offset, page) < start
             {
                 offset = align_up(offset, page)?;
@@ -338,7 +361,7 @@ impl Tlsf {
                 return None;
             }
             if node.next_phys != NIL
-                && self.nodes[node.next_phys as usize].class.conflicts_with(class)
+                && self.nodes[node.next_phys as usize].class().conflicts_with(class)
                 && alloc_end > align_down(end, page)
             {
                 return None;
@@ -368,11 +391,12 @@ impl Tlsf {
         let units = asize >> self.granularity_shift;
         let (fl, sl) = bin_of(units);
         // 1. Good fit: the first range in the request's own bin, if it happens to hold the request.
-        let head = self.bins[fl * SL_COUNT + sl];
-        if head != NIL
-            && let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet)
-        {
-            return Ok(self.take(head, offset, asize, alignment, class));
+        // The bitmap (a few hot words) answers "is the bin empty?" without touching the larger bin array.
+        if (self.sl_bitmaps[fl] >> sl) & 1 == 1 {
+            let head = self.bins[fl * SL_COUNT + sl];
+            if let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet) {
+                return Ok(self.take(head, offset, asize, alignment, class));
+            }
         }
         // 2. O(1): the lowest bin whose every range holds the request plus the worst-case padding.
         let mut slack = alignment_eff - granularity;
@@ -391,12 +415,31 @@ impl Tlsf {
             }
         }
         // 3. Near out-of-memory: scan every range that might hold the request.
+        match self.scan(fl, sl, asize, alignment_eff, class, classes_meet) {
+            Some((index, offset)) => Ok(self.take(index, offset, asize, alignment, class)),
+            None => Err(oom),
+        }
+    }
+
+    /// The slow path of `allocate`: walks every free range from bin `(fl, sl)` up and returns the first that
+    /// holds the request. Kept out of line so the O(1) path stays small.
+    #[cold]
+    #[inline(never)]
+    fn scan(
+        &self,
+        fl: usize,
+        sl: usize,
+        asize: u64,
+        alignment_eff: u64,
+        class: ResourceClass,
+        classes_meet: bool,
+    ) -> Option<(u32, u64)> {
         let mut next_bin = Some((fl, sl));
         while let Some((bfl, bsl)) = next_bin.and_then(|(f, s)| self.non_empty_bin_from(f, s)) {
             let mut index = self.bins[bfl * SL_COUNT + bsl];
             while index != NIL {
                 if let Some(offset) = self.fit(index, asize, alignment_eff, class, classes_meet) {
-                    return Ok(self.take(index, offset, asize, alignment, class));
+                    return Some((index, offset));
                 }
                 index = self.nodes[index as usize].next_free;
             }
@@ -408,10 +451,23 @@ impl Tlsf {
                 None
             };
         }
-        Err(oom)
+        None
     }
 
-    /// Turns free node `index` into a used range at `offset`; front padding and tail go back to the bins.
+    /// Changes a free node's size, moving it between bins only when its bin changes.
+    fn resize_free(&mut self, index: u32, new_size: u64) {
+        let old_size = self.nodes[index as usize].size;
+        if bin_of(old_size >> self.granularity_shift) == bin_of(new_size >> self.granularity_shift) {
+            self.nodes[index as usize].size = new_size;
+        } else {
+            self.remove_free(index);
+            self.nodes[index as usize].size = new_size;
+            self.insert_free(index);
+        }
+    }
+
+    /// Carves `[offset, offset + size)` out of free node `index`. Padding in front becomes a free node of its
+    /// own; a tail, if any, stays in `index` (often in the same bin, which then needs no list update).
     fn take(
         &mut self,
         index: u32,
@@ -420,100 +476,115 @@ impl Tlsf {
         alignment: u64,
         class: ResourceClass,
     ) -> UsedRange {
-        self.remove_free(index);
-        let (start, end, prev, next) = {
+        let (start, end, prev) = {
             let node = &self.nodes[index as usize];
-            (node.offset, node.offset + node.size, node.prev_phys, node.next_phys)
+            (node.offset, node.offset + node.size, node.prev_phys)
+        };
+        let alloc_end = offset + size;
+        let used = if alloc_end < end {
+            // The free node keeps the tail; the allocation gets a slot of its own, linked in before it.
+            let used = self.new_slot(offset, size, prev, index);
+            match prev {
+                NIL => self.first_phys = used,
+                p => self.nodes[p as usize].next_phys = used,
+            }
+            self.nodes[index as usize].prev_phys = used;
+            self.nodes[index as usize].offset = alloc_end;
+            self.resize_free(index, end - alloc_end);
+            used
+        } else {
+            self.remove_free(index);
+            index
         };
         if offset > start {
-            let pad = self.new_slot(start, offset - start, prev, index);
+            // `prev` is still the range before the allocation; the pad goes in between.
+            let pad = self.new_slot(start, offset - start, prev, used);
             match prev {
                 NIL => self.first_phys = pad,
                 p => self.nodes[p as usize].next_phys = pad,
             }
-            self.nodes[index as usize].prev_phys = pad;
+            self.nodes[used as usize].prev_phys = pad;
             self.insert_free(pad);
         }
-        let alloc_end = offset + size;
-        if alloc_end < end {
-            let tail = self.new_slot(alloc_end, end - alloc_end, index, next);
-            match next {
-                NIL => self.last_phys = tail,
-                n => self.nodes[n as usize].prev_phys = tail,
-            }
-            self.nodes[index as usize].next_phys = tail;
-            self.insert_free(tail);
-        }
-        let node = &mut self.nodes[index as usize];
+        let node = &mut self.nodes[used as usize];
         node.offset = offset;
         node.size = size;
-        node.state = NodeState::Used;
-        node.class = class;
-        node.alignment_log2 = alignment.trailing_zeros() as u8;
+        let generation = self.next_generation;
+        node.set_used(generation, class, alignment.trailing_zeros());
+        self.next_generation = (generation + 1) & GENERATION_MASK;
         self.used_bytes += size;
         self.used_count += 1;
         self.live_per_class[class as usize] += 1;
-        UsedRange { slot: index, generation: node.generation, offset, size, class }
+        // Nothing is read back from the node: it may be cold, and its stores still in flight.
+        UsedRange { slot: used, generation, offset, size, class }
     }
 
     /// The used range in `slot` if it still holds `generation`.
     pub fn used(&self, slot: u32, generation: u32) -> Result<UsedRange, Error> {
         match self.nodes.get(slot as usize) {
-            Some(node) if node.state == NodeState::Used && node.generation == generation => {
-                Ok(UsedRange { slot, generation, offset: node.offset, size: node.size, class: node.class })
+            Some(node) if node.is_used() && node.generation() == generation => {
+                Ok(UsedRange { slot, generation, offset: node.offset, size: node.size, class: node.class() })
             }
             _ => Err(Error::StaleHandle),
         }
     }
 
-    /// Frees the used range in `slot`, merging it with free neighbours.
+    /// Frees the used range in `slot`, merging it with free neighbours. A free neighbour absorbs the range in
+    /// place (no bin update unless its bin changes) and the freed slot becomes vacant.
     pub fn free(&mut self, slot: u32, generation: u32) -> Result<UsedRange, Error> {
         let used = self.used(slot, generation)?;
-        let index = slot;
-        {
-            let node = &mut self.nodes[index as usize];
-            node.generation = (node.generation + 1) & GENERATION_MASK;
-            node.state = NodeState::Free;
-        }
+        // The node stays marked used until `insert_free` or `release_slot` below rewrites its tag.
+        let (prev, next) = {
+            let node = &self.nodes[slot as usize];
+            (node.prev_phys, node.next_phys)
+        };
         self.used_bytes -= used.size;
         self.used_count -= 1;
         self.live_per_class[used.class as usize] -= 1;
 
-        let prev = self.nodes[index as usize].prev_phys;
-        if prev != NIL && self.nodes[prev as usize].state == NodeState::Free {
-            self.remove_free(prev);
-            let (prev_offset, prev_size, prev_prev) = {
-                let p = &self.nodes[prev as usize];
-                (p.offset, p.size, p.prev_phys)
-            };
-            let node = &mut self.nodes[index as usize];
-            node.offset = prev_offset;
-            node.size += prev_size;
-            node.prev_phys = prev_prev;
-            match prev_prev {
-                NIL => self.first_phys = index,
-                pp => self.nodes[pp as usize].next_phys = index,
+        let prev_free = prev != NIL && self.nodes[prev as usize].is_free();
+        let next_free = next != NIL && self.nodes[next as usize].is_free();
+        match (prev_free, next_free) {
+            (false, false) => self.insert_free(slot),
+            (true, false) => {
+                let grown = self.nodes[prev as usize].size + used.size;
+                self.resize_free(prev, grown);
+                self.link(prev, next);
+                self.release_slot(slot);
             }
-            self.release_slot(prev);
-        }
-        let next = self.nodes[index as usize].next_phys;
-        if next != NIL && self.nodes[next as usize].state == NodeState::Free {
-            self.remove_free(next);
-            let (next_size, next_next) = {
-                let n = &self.nodes[next as usize];
-                (n.size, n.next_phys)
-            };
-            let node = &mut self.nodes[index as usize];
-            node.size += next_size;
-            node.next_phys = next_next;
-            match next_next {
-                NIL => self.last_phys = index,
-                nn => self.nodes[nn as usize].prev_phys = index,
+            (false, true) => {
+                let grown = self.nodes[next as usize].size + used.size;
+                self.nodes[next as usize].offset = used.offset;
+                self.resize_free(next, grown);
+                self.link(prev, next);
+                self.release_slot(slot);
             }
-            self.release_slot(next);
+            (true, true) => {
+                let (next_size, after) = {
+                    let n = &self.nodes[next as usize];
+                    (n.size, n.next_phys)
+                };
+                self.remove_free(next);
+                let grown = self.nodes[prev as usize].size + used.size + next_size;
+                self.resize_free(prev, grown);
+                self.link(prev, after);
+                self.release_slot(slot);
+                self.release_slot(next);
+            }
         }
-        self.insert_free(index);
         Ok(used)
+    }
+
+    /// Makes `a` and `b` physical neighbours (either may be NIL: the start or end of the range).
+    fn link(&mut self, a: u32, b: u32) {
+        match a {
+            NIL => self.first_phys = b,
+            a => self.nodes[a as usize].next_phys = b,
+        }
+        match b {
+            NIL => self.last_phys = a,
+            b => self.nodes[b as usize].prev_phys = a,
+        }
     }
 
     /// Extends the capacity to `new_capacity`; live ranges stay where they are.
@@ -526,7 +597,7 @@ impl Tlsf {
         }
         let added = new_capacity - self.capacity;
         let last = self.last_phys;
-        if self.nodes[last as usize].state == NodeState::Free {
+        if self.nodes[last as usize].is_free() {
             self.remove_free(last);
             self.nodes[last as usize].size += added;
             self.insert_free(last);
@@ -574,7 +645,7 @@ impl Tlsf {
             }
             let node = &self.nodes[next as usize];
             next = node.next_phys;
-            Some((node.offset, node.size, node.state == NodeState::Used))
+            Some((node.offset, node.size, node.is_used()))
         })
     }
 
@@ -608,39 +679,37 @@ impl Tlsf {
             if node.size == 0 {
                 return fail("empty range", node.offset);
             }
-            match node.state {
-                NodeState::Free => {
-                    if prev_was_free {
-                        return fail("two free neighbours not coalesced", node.offset);
-                    }
-                    free_nodes += 1;
-                    prev_was_free = true;
+            if node.is_vacant() {
+                return fail("vacant slot in the physical list", node.offset);
+            }
+            if node.is_free() {
+                if prev_was_free {
+                    return fail("two free neighbours not coalesced", node.offset);
                 }
-                NodeState::Used => {
-                    if !node.offset.is_multiple_of(1u64 << node.alignment_log2)
-                        || !node.offset.is_multiple_of(granularity)
+                free_nodes += 1;
+                prev_was_free = true;
+            } else {
+                if !node.offset.is_multiple_of(1u64 << node.alignment_log2())
+                    || !node.offset.is_multiple_of(granularity)
+                {
+                    return fail("used range misaligned", node.offset);
+                }
+                if !node.size.is_multiple_of(granularity) {
+                    return fail("used size not a multiple of the granularity", node.offset);
+                }
+                if let Some(before) = last_used {
+                    let page = self.class_granularity;
+                    if before.class().conflicts_with(node.class())
+                        && align_down(before.offset + before.size - 1, page) == align_down(node.offset, page)
                     {
-                        return fail("used range misaligned", node.offset);
+                        return fail("conflicting classes share a granularity page", node.offset);
                     }
-                    if !node.size.is_multiple_of(granularity) {
-                        return fail("used size not a multiple of the granularity", node.offset);
-                    }
-                    if let Some(before) = last_used {
-                        let page = self.class_granularity;
-                        if before.class.conflicts_with(node.class)
-                            && align_down(before.offset + before.size - 1, page)
-                                == align_down(node.offset, page)
-                        {
-                            return fail("conflicting classes share a granularity page", node.offset);
-                        }
-                    }
-                    last_used = Some(node);
-                    used_nodes += 1;
-                    used_bytes += node.size;
-                    live_per_class[node.class as usize] += 1;
-                    prev_was_free = false;
                 }
-                NodeState::Vacant => return fail("vacant slot in the physical list", node.offset),
+                last_used = Some(node);
+                used_nodes += 1;
+                used_bytes += node.size;
+                live_per_class[node.class() as usize] += 1;
+                prev_was_free = false;
             }
             expected_offset = node
                 .offset
@@ -681,7 +750,7 @@ impl Tlsf {
                         return fail("free lists hold more nodes than there are free ranges", 0);
                     }
                     let node = &self.nodes[index as usize];
-                    if node.state != NodeState::Free {
+                    if !node.is_free() {
                         return fail("non-free node in a free list", node.offset);
                     }
                     if node.prev_free != prev_free {
@@ -699,18 +768,19 @@ impl Tlsf {
             return fail("a free range is missing from the bins", 0);
         }
 
-        // Vacant slots.
-        let mut vacant = 0usize;
-        let mut index = self.vacant_head;
-        while index != NIL {
-            vacant += 1;
-            if vacant > self.nodes.len() || self.nodes[index as usize].state != NodeState::Vacant {
-                return fail("vacant list broken", index as u64);
+        // Vacant slots: each listed once, and together with the ranges they account for the whole slab.
+        let mut listed_vacant = alloc::vec![false; self.nodes.len()];
+        for &index in &self.vacant {
+            let seen = listed_vacant
+                .get_mut(index as usize)
+                .ok_or(Violation { what: "vacant index out of range", offset: index as u64 })?;
+            if *seen || !self.nodes[index as usize].is_vacant() {
+                return fail("vacant stack lists a slot twice or a slot in use", index as u64);
             }
-            index = self.nodes[index as usize].next_free;
+            *seen = true;
         }
-        if vacant != self.vacant_count || vacant + walked != self.nodes.len() {
-            return fail("slots lost: vacant + ranges != slab size", vacant as u64);
+        if self.vacant.len() + walked != self.nodes.len() {
+            return fail("slots lost: vacant + ranges != slab size", self.vacant.len() as u64);
         }
         Ok(())
     }
@@ -730,13 +800,13 @@ impl Iterator for UsedRanges<'_> {
             let slot = self.next;
             let node = &self.tlsf.nodes[slot as usize];
             self.next = node.next_phys;
-            if node.state == NodeState::Used {
+            if node.is_used() {
                 return Some(UsedRange {
                     slot,
-                    generation: node.generation,
+                    generation: node.generation(),
                     offset: node.offset,
                     size: node.size,
-                    class: node.class,
+                    class: node.class(),
                 });
             }
         }
