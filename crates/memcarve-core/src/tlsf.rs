@@ -20,6 +20,8 @@ use crate::handle::{GENERATION_MASK, SLOT_MASK};
 const SL_BITS: u32 = 5;
 const SL_COUNT: usize = 1 << SL_BITS;
 const FL_COUNT: usize = 64 - SL_BITS as usize + 1;
+/// Bin arrays are sized to a power of two so that masked indices need no bounds checks.
+const FL_SLOTS: usize = 64;
 const NIL: u32 = u32::MAX;
 /// Slots are addressed by 24 bits in handles.
 const MAX_SLOTS: usize = SLOT_MASK as usize + 1;
@@ -114,9 +116,9 @@ pub(crate) struct Tlsf {
     first_phys: u32,
     last_phys: u32,
     fl_bitmap: u64,
-    sl_bitmaps: [u32; FL_COUNT],
-    /// Heads of the free lists, `FL_COUNT * SL_COUNT` of them.
-    bins: Vec<u32>,
+    sl_bitmaps: [u32; FL_SLOTS],
+    /// Heads of the free lists by first and second level (rows past `FL_COUNT` stay empty).
+    bins: [[u32; SL_COUNT]; FL_SLOTS],
     /// Generation of the next used range. One counter for all slots: a stale handle is recognised unless
     /// 2^24 allocations happened since it was freed and its slot is in use again with the same value.
     next_generation: u32,
@@ -182,8 +184,8 @@ impl Tlsf {
             first_phys: NIL,
             last_phys: NIL,
             fl_bitmap: 0,
-            sl_bitmaps: [0; FL_COUNT],
-            bins: alloc::vec![NIL; FL_COUNT * SL_COUNT],
+            sl_bitmaps: [0; FL_SLOTS],
+            bins: [[NIL; SL_COUNT]; FL_SLOTS],
             next_generation: 0,
             used_bytes: 0,
             used_count: 0,
@@ -226,7 +228,8 @@ impl Tlsf {
     /// Bytes of metadata held on the heap (slab and bins).
     pub fn metadata_bytes(&self) -> usize {
         self.nodes.capacity() * core::mem::size_of::<Node>()
-            + (self.bins.capacity() + self.vacant.capacity()) * 4
+            + core::mem::size_of_val(&self.bins)
+            + self.vacant.capacity() * 4
     }
 
     /// Forgets every range: one free range covers the capacity again. Generations of used slots advance, so
@@ -239,8 +242,8 @@ impl Tlsf {
             self.vacant.push(index as u32);
         }
         self.fl_bitmap = 0;
-        self.sl_bitmaps = [0; FL_COUNT];
-        self.bins.fill(NIL);
+        self.sl_bitmaps = [0; FL_SLOTS];
+        self.bins = [[NIL; SL_COUNT]; FL_SLOTS];
         self.used_bytes = 0;
         self.used_count = 0;
         self.free_count = 0;
@@ -278,8 +281,7 @@ impl Tlsf {
     fn insert_free(&mut self, index: u32) {
         let units = self.nodes[index as usize].size >> self.granularity_shift;
         let (fl, sl) = bin_of(units);
-        let bin = fl * SL_COUNT + sl;
-        let head = self.bins[bin];
+        let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
         {
             let node = &mut self.nodes[index as usize];
             node.prev_free = NIL;
@@ -288,23 +290,28 @@ impl Tlsf {
         if head != NIL {
             self.nodes[head as usize].prev_free = index;
         }
-        self.bins[bin] = index;
-        self.sl_bitmaps[fl] |= 1 << sl;
+        self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)] = index;
+        self.sl_bitmaps[fl & (FL_SLOTS - 1)] |= 1 << sl;
         self.fl_bitmap |= 1 << fl;
         self.free_count += 1;
     }
 
     fn remove_free(&mut self, index: u32) {
-        let (size, prev, next) = {
+        let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
+        self.remove_free_in(index, bin);
+    }
+
+    /// Unlinks free node `index` from its bin `(fl, sl)`, which the caller already knows.
+    fn remove_free_in(&mut self, index: u32, (fl, sl): (usize, usize)) {
+        let (prev, next) = {
             let node = &self.nodes[index as usize];
-            (node.size, node.prev_free, node.next_free)
+            (node.prev_free, node.next_free)
         };
         if prev != NIL {
             self.nodes[prev as usize].next_free = next;
         } else {
-            let (fl, sl) = bin_of(size >> self.granularity_shift);
-            let bin = fl * SL_COUNT + sl;
-            self.bins[bin] = next;
+            let fl = fl & (FL_SLOTS - 1);
+            self.bins[fl][sl & (SL_COUNT - 1)] = next;
             if next == NIL {
                 self.sl_bitmaps[fl] &= !(1 << sl);
                 if self.sl_bitmaps[fl] == 0 {
@@ -321,7 +328,7 @@ impl Tlsf {
     /// The first non-empty bin at or above `(fl, sl)`.
     #[inline]
     fn non_empty_bin_from(&self, fl: usize, sl: usize) -> Option<(usize, usize)> {
-        let sl_map = self.sl_bitmaps[fl] & (u32::MAX << sl);
+        let sl_map = self.sl_bitmaps[fl & (FL_SLOTS - 1)] & (u32::MAX << sl);
         if sl_map != 0 {
             return Some((fl, sl_map.trailing_zeros() as usize));
         }
@@ -330,7 +337,7 @@ impl Tlsf {
             return None;
         }
         let fl = fl_map.trailing_zeros() as usize;
-        Some((fl, self.sl_bitmaps[fl].trailing_zeros() as usize))
+        Some((fl, self.sl_bitmaps[fl & (FL_SLOTS - 1)].trailing_zeros() as usize))
     }
 
     /// Where a request would start inside free node `index`, if it fits there.
@@ -390,33 +397,52 @@ impl Tlsf {
 
         let units = asize >> self.granularity_shift;
         let (fl, sl) = bin_of(units);
-        // 1. Good fit: the first range in the request's own bin, if it happens to hold the request.
-        // The bitmap (a few hot words) answers "is the bin empty?" without touching the larger bin array.
-        if (self.sl_bitmaps[fl] >> sl) & 1 == 1 {
-            let head = self.bins[fl * SL_COUNT + sl];
-            if let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet) {
-                return Ok(self.take(head, offset, asize, alignment, class));
+        if alignment <= granularity && !classes_meet {
+            // Plain request (the common case): any range of `asize` bytes holds it at its start, so neither
+            // step below needs the general fit test.
+            if (self.sl_bitmaps[fl & (FL_SLOTS - 1)] >> sl) & 1 == 1 {
+                let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
+                let node = &self.nodes[head as usize];
+                if node.size >= asize {
+                    let offset = node.offset;
+                    return Ok(self.take(head, (fl, sl), offset, asize, alignment, class));
+                }
             }
-        }
-        // 2. O(1): the lowest bin whose every range holds the request plus the worst-case padding.
-        let mut slack = alignment_eff - granularity;
-        if classes_meet {
-            let page = self.class_granularity;
-            slack = alignment_eff.max(page) - granularity + (page - granularity);
-        }
-        if let Some(needed) = asize.checked_add(slack)
-            && let Some((gfl, gsl)) = bin_fitting(needed >> self.granularity_shift)
-            && gfl < FL_COUNT
-            && let Some((bfl, bsl)) = self.non_empty_bin_from(gfl, gsl)
-        {
-            let candidate = self.bins[bfl * SL_COUNT + bsl];
-            if let Some(offset) = self.fit(candidate, asize, alignment_eff, class, classes_meet) {
-                return Ok(self.take(candidate, offset, asize, alignment, class));
+            if let Some((gfl, gsl)) = bin_fitting(units)
+                && let Some(bin) = self.non_empty_bin_from(gfl, gsl)
+            {
+                let candidate = self.bins[bin.0 & (FL_SLOTS - 1)][bin.1 & (SL_COUNT - 1)];
+                let offset = self.nodes[candidate as usize].offset;
+                return Ok(self.take(candidate, bin, offset, asize, alignment, class));
+            }
+        } else {
+            // 1. Good fit: the first range in the request's own bin, if it happens to hold the request.
+            // The bitmap (a few hot words) answers "is the bin empty?" without touching the bin array.
+            if (self.sl_bitmaps[fl & (FL_SLOTS - 1)] >> sl) & 1 == 1 {
+                let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
+                if let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet) {
+                    return Ok(self.take(head, (fl, sl), offset, asize, alignment, class));
+                }
+            }
+            // 2. O(1): the lowest bin whose every range holds the request plus the worst-case padding.
+            let mut slack = alignment_eff - granularity;
+            if classes_meet {
+                let page = self.class_granularity;
+                slack = alignment_eff.max(page) - granularity + (page - granularity);
+            }
+            if let Some(needed) = asize.checked_add(slack)
+                && let Some((gfl, gsl)) = bin_fitting(needed >> self.granularity_shift)
+                && let Some(bin) = self.non_empty_bin_from(gfl, gsl)
+            {
+                let candidate = self.bins[bin.0 & (FL_SLOTS - 1)][bin.1 & (SL_COUNT - 1)];
+                if let Some(offset) = self.fit(candidate, asize, alignment_eff, class, classes_meet) {
+                    return Ok(self.take(candidate, bin, offset, asize, alignment, class));
+                }
             }
         }
         // 3. Near out-of-memory: scan every range that might hold the request.
         match self.scan(fl, sl, asize, alignment_eff, class, classes_meet) {
-            Some((index, offset)) => Ok(self.take(index, offset, asize, alignment, class)),
+            Some((index, bin, offset)) => Ok(self.take(index, bin, offset, asize, alignment, class)),
             None => Err(oom),
         }
     }
@@ -433,13 +459,13 @@ impl Tlsf {
         alignment_eff: u64,
         class: ResourceClass,
         classes_meet: bool,
-    ) -> Option<(u32, u64)> {
+    ) -> Option<(u32, (usize, usize), u64)> {
         let mut next_bin = Some((fl, sl));
         while let Some((bfl, bsl)) = next_bin.and_then(|(f, s)| self.non_empty_bin_from(f, s)) {
-            let mut index = self.bins[bfl * SL_COUNT + bsl];
+            let mut index = self.bins[bfl & (FL_SLOTS - 1)][bsl & (SL_COUNT - 1)];
             while index != NIL {
                 if let Some(offset) = self.fit(index, asize, alignment_eff, class, classes_meet) {
-                    return Some((index, offset));
+                    return Some((index, (bfl, bsl), offset));
                 }
                 index = self.nodes[index as usize].next_free;
             }
@@ -456,11 +482,16 @@ impl Tlsf {
 
     /// Changes a free node's size, moving it between bins only when its bin changes.
     fn resize_free(&mut self, index: u32, new_size: u64) {
-        let old_size = self.nodes[index as usize].size;
-        if bin_of(old_size >> self.granularity_shift) == bin_of(new_size >> self.granularity_shift) {
+        let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
+        self.resize_free_in(index, bin, new_size);
+    }
+
+    /// As `resize_free`, for a node whose current bin the caller knows.
+    fn resize_free_in(&mut self, index: u32, bin: (usize, usize), new_size: u64) {
+        if bin == bin_of(new_size >> self.granularity_shift) {
             self.nodes[index as usize].size = new_size;
         } else {
-            self.remove_free(index);
+            self.remove_free_in(index, bin);
             self.nodes[index as usize].size = new_size;
             self.insert_free(index);
         }
@@ -471,6 +502,7 @@ impl Tlsf {
     fn take(
         &mut self,
         index: u32,
+        bin: (usize, usize),
         offset: u64,
         size: u64,
         alignment: u64,
@@ -490,10 +522,10 @@ impl Tlsf {
             }
             self.nodes[index as usize].prev_phys = used;
             self.nodes[index as usize].offset = alloc_end;
-            self.resize_free(index, end - alloc_end);
+            self.resize_free_in(index, bin, end - alloc_end);
             used
         } else {
-            self.remove_free(index);
+            self.remove_free_in(index, bin);
             index
         };
         if offset > start {
@@ -622,7 +654,7 @@ impl Tlsf {
         let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
         let sl = 31 - self.sl_bitmaps[fl].leading_zeros() as usize;
         let mut largest = 0;
-        let mut index = self.bins[fl * SL_COUNT + sl];
+        let mut index = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
         while index != NIL {
             let node = &self.nodes[index as usize];
             largest = largest.max(node.size);
@@ -738,7 +770,7 @@ impl Tlsf {
                 return fail("first-level bitmap disagrees with second level", fl as u64);
             }
             for sl in 0..SL_COUNT {
-                let head = self.bins[fl * SL_COUNT + sl];
+                let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
                 if ((self.sl_bitmaps[fl] >> sl) & 1 == 1) != (head != NIL) {
                     return fail("second-level bitmap disagrees with the bin", (fl * SL_COUNT + sl) as u64);
                 }

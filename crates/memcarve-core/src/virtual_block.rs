@@ -71,6 +71,10 @@ pub struct VirtualBlock<T = ()> {
 }
 
 impl<T> VirtualBlock<T> {
+    /// Zero-sized user data (such as the default `()`) carries no information, so it is not stored and the hot
+    /// path never touches the user-data array: [`VirtualBlock::free`] and [`VirtualBlock::get`] report `None`.
+    const STORES_USER_DATA: bool = core::mem::size_of::<T>() != 0;
+
     /// A block of `capacity` with the default configuration ([`VirtualBlockConfig::new`]).
     pub fn new(capacity: u64) -> Result<VirtualBlock<T>, Error> {
         VirtualBlock::with_config(VirtualBlockConfig::new(capacity))
@@ -80,7 +84,9 @@ impl<T> VirtualBlock<T> {
     pub fn with_config(config: VirtualBlockConfig) -> Result<VirtualBlock<T>, Error> {
         let tlsf = Tlsf::new(config.capacity, config.min_granularity, config.class_granularity)?;
         let mut user_data = Vec::new();
-        user_data.resize_with(tlsf.slot_count(), || None);
+        if Self::STORES_USER_DATA {
+            user_data.resize_with(tlsf.slot_count(), || None);
+        }
         Ok(VirtualBlock { tlsf, owner: next_owner_tag(), user_data })
     }
 
@@ -108,7 +114,7 @@ impl<T> VirtualBlock<T> {
         self.allocate_inner(size, alignment, class, None)
     }
 
-    /// As [`VirtualBlock::allocate`], attaching `user_data` to the allocation.
+    /// As [`VirtualBlock::allocate`], attaching `user_data` to the allocation (not stored when `T` is zero-sized).
     pub fn allocate_with(
         &mut self,
         size: u64,
@@ -127,10 +133,12 @@ impl<T> VirtualBlock<T> {
         user_data: Option<T>,
     ) -> Result<Allocation, Error> {
         let range = self.tlsf.allocate(size, alignment, class)?;
-        if self.user_data.len() < self.tlsf.slot_count() {
-            self.user_data.resize_with(self.tlsf.slot_count(), || None);
+        if Self::STORES_USER_DATA {
+            if self.user_data.len() < self.tlsf.slot_count() {
+                self.user_data.resize_with(self.tlsf.slot_count(), || None);
+            }
+            self.user_data[range.slot as usize] = user_data;
         }
-        self.user_data[range.slot as usize] = user_data;
         Ok(Allocation {
             handle: Handle::new(self.owner, range.slot, range.generation),
             offset: range.offset,
@@ -153,7 +161,7 @@ impl<T> VirtualBlock<T> {
             return Err(Error::ForeignHandle);
         }
         let range = self.tlsf.free(handle.slot(), handle.generation())?;
-        Ok(self.user_data[range.slot as usize].take())
+        Ok(if Self::STORES_USER_DATA { self.user_data[range.slot as usize].take() } else { None })
     }
 
     /// Looks up a live allocation.
@@ -165,7 +173,7 @@ impl<T> VirtualBlock<T> {
     /// Replaces an allocation's user data, returning the previous value.
     pub fn set_user_data(&mut self, handle: &Handle, user_data: T) -> Result<Option<T>, Error> {
         let range = self.resolve(handle)?;
-        Ok(self.user_data[range.slot as usize].replace(user_data))
+        Ok(if Self::STORES_USER_DATA { self.user_data[range.slot as usize].replace(user_data) } else { None })
     }
 
     fn info(&self, range: UsedRange) -> AllocationInfo<'_, T> {
@@ -174,7 +182,11 @@ impl<T> VirtualBlock<T> {
             offset: range.offset,
             size: range.size,
             class: range.class,
-            user_data: self.user_data[range.slot as usize].as_ref(),
+            user_data: if Self::STORES_USER_DATA {
+                self.user_data[range.slot as usize].as_ref()
+            } else {
+                None
+            },
         }
     }
 
@@ -206,7 +218,7 @@ impl<T> VirtualBlock<T> {
     /// Shrinking is an [`Error::InvalidConfig`].
     pub fn grow(&mut self, new_capacity: u64) -> Result<(), Error> {
         self.tlsf.grow(new_capacity)?;
-        if self.user_data.len() < self.tlsf.slot_count() {
+        if Self::STORES_USER_DATA && self.user_data.len() < self.tlsf.slot_count() {
             self.user_data.resize_with(self.tlsf.slot_count(), || None);
         }
         Ok(())
@@ -226,7 +238,7 @@ impl<T> VirtualBlock<T> {
     #[cfg(any(test, feature = "check"))]
     pub fn check(&self) -> Result<(), crate::check::Violation> {
         self.tlsf.check()?;
-        if self.user_data.len() < self.tlsf.slot_count() {
+        if Self::STORES_USER_DATA && self.user_data.len() < self.tlsf.slot_count() {
             return Err(crate::check::Violation { what: "user data slots missing", offset: 0 });
         }
         Ok(())
