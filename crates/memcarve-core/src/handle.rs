@@ -1,9 +1,10 @@
 //! Move-only allocation handles with a generation and an owner tag, and their `u64` form.
 //!
 //! Raw layout (low to high bits): 24 bits of slot, 24 bits of generation, 16 bits of owner tag. An allocator
-//! accepts a handle only if the tag is its own and the slot still holds that generation, so a double free, a
-//! stale handle and a handle from another allocator are errors. The check is exact up to wraparound: a slot must
-//! be reused 2^24 times, or 2^16 allocators created, before a forged or ancient handle could alias a live one.
+//! accepts a handle only if the tag is its own and the slot is in use with that generation, so a double free, a
+//! stale handle and a handle from another allocator are errors. The check is exact up to wraparound: a stale
+//! handle could alias a live allocation only if its slot is in use again and exactly a multiple of 2^24
+//! allocations happened in between; a foreign one only if 2^16 allocators were created in between.
 
 use core::fmt;
 use core::num::NonZeroU64;

@@ -232,8 +232,8 @@ impl Tlsf {
             + self.vacant.capacity() * 4
     }
 
-    /// Forgets every range: one free range covers the capacity again. Generations of used slots advance, so
-    /// every handle given out before is stale afterwards.
+    /// Forgets every range: one free range covers the capacity again. Every slot becomes vacant, so every
+    /// handle given out before is stale afterwards (until its slot is reused with its generation; see `handle`).
     pub fn reset_ranges(&mut self) {
         self.vacant.clear();
         for index in (0..self.nodes.len()).rev() {
