@@ -4,7 +4,7 @@
 //! larger than one byte.
 
 /// What kind of resource a range will back. Decides which neighbours may share a granularity page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 #[repr(u8)]
 pub enum ResourceClass {
     /// Not known: conflicts with every class, itself included, so it is always kept apart.

@@ -104,6 +104,11 @@ impl<T> VirtualBlock<T> {
         }
     }
 
+    /// Bytes not in use (O(1)): an upper bound on what a request could still get.
+    pub fn free_bytes(&self) -> u64 {
+        self.tlsf.capacity() - self.tlsf.used_bytes()
+    }
+
     /// Whether no allocation is live.
     pub fn is_empty(&self) -> bool {
         self.tlsf.used_count() == 0

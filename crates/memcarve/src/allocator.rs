@@ -1,0 +1,741 @@
+//! `Allocator<D>`: turns a device's memory blocks into sub-allocations.
+//!
+//! A request flows one way: policy ranks the memory types, the pool of the best type and the request's class
+//! places it in an existing block, and only when no block has room does the allocator ask the device for a
+//! new one. Locks are per pool (plus one for dedicated blocks) and are never held across a device call, so
+//! threads working on different memory types or classes do not wait for each other, and a slow driver call
+//! blocks nobody. Invariant: every live device block is owned by exactly one pool slot or dedicated slot, and is
+//! destroyed exactly once (when empty and trimmed, when freed if dedicated, or when the allocator drops).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use memcarve_core::{Handle, ResourceClass};
+
+use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags};
+use crate::error::{Error, Result};
+use crate::policy::{
+    AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, rank_memory_types,
+};
+use crate::pool::{Placement, Pool};
+
+const MIB: u64 = 1 << 20;
+
+/// Sizes of the blocks pools create. A pool's first block has the initial size, each further block doubles
+/// it up to the maximum; a request larger than the next block size gets a block sized for it alone (still
+/// sub-allocatable once it is freed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AllocationSizes {
+    /// First block of a device-local memory type.
+    pub device_initial: u64,
+    /// Largest regular block of a device-local memory type.
+    pub device_max: u64,
+    /// First block of a host-visible, not device-local memory type.
+    pub host_initial: u64,
+    /// Largest regular block of such a type.
+    pub host_max: u64,
+}
+
+impl AllocationSizes {
+    /// Sizes with the given values (each is rounded up to 1 MiB when used).
+    pub const fn new(
+        device_initial: u64,
+        device_max: u64,
+        host_initial: u64,
+        host_max: u64,
+    ) -> AllocationSizes {
+        AllocationSizes { device_initial, device_max, host_initial, host_max }
+    }
+}
+
+impl Default for AllocationSizes {
+    /// 32 MiB growing to 256 MiB for device-local memory, 8 MiB growing to 64 MiB for host memory: small first
+    /// blocks keep light users light, doubling keeps heavy users at few driver calls.
+    fn default() -> AllocationSizes {
+        AllocationSizes::new(32 * MIB, 256 * MIB, 8 * MIB, 64 * MIB)
+    }
+}
+
+/// How an [`Allocator`] is set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AllocatorConfig {
+    /// Block sizes.
+    pub sizes: AllocationSizes,
+    /// Most live device blocks (pooled and dedicated together); the device's own limit applies too.
+    pub max_memory_blocks: u32,
+    /// Requests of at least this many bytes get a dedicated block.
+    pub dedicated_threshold: u64,
+    /// Empty blocks each pool keeps cached instead of destroying them at once. One avoids paying the driver
+    /// (about 1 ms for a `vkFreeMemory`) again and again when usage hovers around a block boundary; more would
+    /// hold memory nobody uses. [`Allocator::trim_empty_blocks`] releases them all.
+    pub max_empty_blocks_per_pool: usize,
+}
+
+impl Default for AllocatorConfig {
+    fn default() -> AllocatorConfig {
+        AllocatorConfig {
+            sizes: AllocationSizes::default(),
+            max_memory_blocks: 256,
+            dedicated_threshold: 128 * MIB,
+            max_empty_blocks_per_pool: 1,
+        }
+    }
+}
+
+impl AllocatorConfig {
+    /// Sets the block sizes.
+    pub fn with_sizes(mut self, sizes: AllocationSizes) -> AllocatorConfig {
+        self.sizes = sizes;
+        self
+    }
+
+    /// Sets the block limit.
+    pub fn with_max_memory_blocks(mut self, max: u32) -> AllocatorConfig {
+        self.max_memory_blocks = max;
+        self
+    }
+
+    /// Sets the dedicated threshold.
+    pub fn with_dedicated_threshold(mut self, bytes: u64) -> AllocatorConfig {
+        self.dedicated_threshold = bytes;
+        self
+    }
+
+    /// Sets how many empty blocks each pool keeps.
+    pub fn with_max_empty_blocks_per_pool(mut self, count: usize) -> AllocatorConfig {
+        self.max_empty_blocks_per_pool = count;
+        self
+    }
+}
+
+/// Where an allocation's memory lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Pooled { block: u32, generation: u32, handle: u64 },
+    Dedicated { slot: u32, generation: u32 },
+}
+
+/// A live allocation. Not `Copy` or `Clone`: [`Allocator::free`] consumes it.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "dropping an allocation leaks its memory until the allocator is dropped"]
+pub struct Allocation {
+    raw: RawAllocation,
+}
+
+/// Identifies one memory block of an allocator (see [`Allocation::block_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockKey {
+    /// Memory type of the block.
+    pub memory_type: u32,
+    /// Class of its pool (for a dedicated block: of its allocation).
+    pub class: ResourceClass,
+    /// Whether it is a dedicated block.
+    pub dedicated: bool,
+    /// Slot index within its pool or the dedicated list.
+    pub index: u32,
+    /// Generation of the slot (slots are reused by later blocks).
+    pub generation: u32,
+}
+
+/// An allocation's plain-data form, for FFI and tests ([`Allocation::into_raw`], [`Allocation::from_raw`]).
+/// Freeing it twice is detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawAllocation {
+    allocator: u32,
+    memory_type: u32,
+    class: ResourceClass,
+    offset: u64,
+    size: u64,
+    user_data: u64,
+    place: Place,
+}
+
+impl Allocation {
+    /// Offset of the allocation within its memory block.
+    pub fn offset(&self) -> u64 {
+        self.raw.offset
+    }
+
+    /// Size requested.
+    pub fn size(&self) -> u64 {
+        self.raw.size
+    }
+
+    /// Memory type index.
+    pub fn memory_type(&self) -> u32 {
+        self.raw.memory_type
+    }
+
+    /// Resource class.
+    pub fn class(&self) -> ResourceClass {
+        self.raw.class
+    }
+
+    /// Whether it has a block of its own.
+    pub fn is_dedicated(&self) -> bool {
+        matches!(self.raw.place, Place::Dedicated { .. })
+    }
+
+    /// The user data given at allocation.
+    pub fn user_data(&self) -> u64 {
+        self.raw.user_data
+    }
+
+    /// Which block holds it: equal keys mean the same block, so reports and tests can group allocations.
+    pub fn block_key(&self) -> BlockKey {
+        let (dedicated, index, generation) = match self.raw.place {
+            Place::Pooled { block, generation, .. } => (false, block, generation),
+            Place::Dedicated { slot, generation } => (true, slot, generation),
+        };
+        BlockKey { memory_type: self.raw.memory_type, class: self.raw.class, dedicated, index, generation }
+    }
+
+    /// The plain-data form; the allocation stays live until freed through [`Allocation::from_raw`].
+    pub fn into_raw(self) -> RawAllocation {
+        self.raw
+    }
+
+    /// Rebuilds an allocation from [`Allocation::into_raw`]. Freeing a rebuilt allocation that was already
+    /// freed is an [`Error::DoubleFree`], not corruption.
+    pub fn from_raw(raw: RawAllocation) -> Allocation {
+        Allocation { raw }
+    }
+}
+
+/// Cumulative counters (the full diagnostics arrive with observability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Counters {
+    /// Device blocks created.
+    pub blocks_created: u64,
+    /// Device blocks destroyed.
+    pub blocks_destroyed: u64,
+    /// Requests that moved on to a lower-ranked memory type after the better one ran out.
+    pub fallbacks: u64,
+    /// Times empty cached blocks were reclaimed because the device ran out of memory.
+    pub reclaims: u64,
+    /// Requests refused.
+    pub failures: u64,
+}
+
+#[derive(Debug, Default)]
+struct AtomicCounters {
+    blocks_created: AtomicU64,
+    blocks_destroyed: AtomicU64,
+    fallbacks: AtomicU64,
+    reclaims: AtomicU64,
+    failures: AtomicU64,
+}
+
+#[derive(Debug)]
+struct DedicatedBlock<B> {
+    block: B,
+    memory_type: u32,
+    size: u64,
+    generation: u32,
+}
+
+#[derive(Debug)]
+struct DedicatedBlocks<B> {
+    slots: Vec<Option<DedicatedBlock<B>>>,
+    generations: Vec<u32>,
+}
+
+static NEXT_ALLOCATOR_ID: AtomicU32 = AtomicU32::new(1);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while a lock is held, so a poisoned lock still guards consistent data.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Turns device memory into sub-allocations. `Send + Sync`; every method takes `&self`.
+///
+/// Dropping the allocator destroys every block it holds, live allocations or not: destroy the device resources
+/// bound to its memory (buffers, images) first.
+pub struct Allocator<D: Device> {
+    device: D,
+    id: u32,
+    properties: MemoryProperties,
+    config: AllocatorConfig,
+    /// `memory_type * 4 + class`.
+    pools: Vec<Mutex<Pool<D::Block>>>,
+    dedicated: Mutex<DedicatedBlocks<D::Block>>,
+    live_blocks: AtomicU32,
+    block_limit: u32,
+    counters: AtomicCounters,
+}
+
+impl<D: Device> core::fmt::Debug for Allocator<D> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Allocator")
+            .field("id", &self.id)
+            .field("live_blocks", &self.live_blocks.load(Ordering::Relaxed))
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: Device> Allocator<D> {
+    /// An allocator over `device` with `config`.
+    pub fn new(device: D, config: AllocatorConfig) -> Result<Allocator<D>> {
+        let properties = device.memory_properties().clone();
+        if properties.types.is_empty() || properties.types.len() > 32 {
+            return Err(Error::InvalidConfig { reason: "device must report 1 to 32 memory types" });
+        }
+        let sizes = config.sizes;
+        if sizes.device_initial == 0 || sizes.host_initial == 0 || sizes.device_max < sizes.device_initial {
+            return Err(Error::InvalidConfig { reason: "block sizes must be non-zero and max >= initial" });
+        }
+        if sizes.host_max < sizes.host_initial || config.max_memory_blocks == 0 {
+            return Err(Error::InvalidConfig { reason: "host max below initial, or a block limit of 0" });
+        }
+        let max_block = properties.limits.max_allocation_size;
+        let mut pools = Vec::with_capacity(properties.types.len() * 4);
+        for (index, memory_type) in properties.types.iter().enumerate() {
+            let device_local = memory_type.flags.contains(MemoryPropertyFlags::DEVICE_LOCAL);
+            let initial = if device_local { sizes.device_initial } else { sizes.host_initial };
+            let heap_size = properties.heaps.get(memory_type.heap_index as usize).map_or(0, |h| h.size);
+            // A heap smaller than eight blocks would be hoarded by a few of them: scale blocks down.
+            let first = initial.min(heap_size / 8).min(max_block).max(MIB).next_multiple_of(MIB);
+            for class in ResourceClass::ALL {
+                pools.push(Mutex::new(Pool::new(index as u32, class, first)));
+            }
+        }
+        let block_limit = config.max_memory_blocks.min(properties.limits.max_allocation_count);
+        Ok(Allocator {
+            device,
+            id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
+            properties,
+            config,
+            pools,
+            dedicated: Mutex::new(DedicatedBlocks { slots: Vec::new(), generations: Vec::new() }),
+            live_blocks: AtomicU32::new(0),
+            block_limit,
+            counters: AtomicCounters::default(),
+        })
+    }
+
+    /// The device.
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    /// The device's memory properties.
+    pub fn memory_properties(&self) -> &MemoryProperties {
+        &self.properties
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AllocatorConfig {
+        &self.config
+    }
+
+    fn pool(&self, memory_type: u32, class: ResourceClass) -> &Mutex<Pool<D::Block>> {
+        &self.pools[memory_type as usize * 4 + class as usize]
+    }
+
+    /// Every memory type that could serve `desc`, best first, with the reasons.
+    pub fn rank_memory_types(&self, desc: &AllocationDesc<'_>) -> Result<RankedTypes> {
+        rank_memory_types(&self.properties, &self.device.heap_budgets(), desc)
+    }
+
+    /// The memory type `desc` would go to first, with the reasons (type, heap, flags, score, budget room).
+    pub fn select_memory_type(&self, desc: &AllocationDesc<'_>) -> Result<MemoryTypeChoice> {
+        let ranked = self.rank_memory_types(desc)?;
+        ranked.first().copied().ok_or(Error::NoCompatibleMemoryType)
+    }
+
+    /// Allocates memory for `desc`.
+    pub fn allocate(&self, desc: &AllocationDesc<'_>) -> Result<Allocation> {
+        let result = self.allocate_inner(desc);
+        if result.is_err() {
+            self.counters.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn allocate_inner(&self, desc: &AllocationDesc<'_>) -> Result<Allocation> {
+        if desc.size == 0 {
+            return Err(Error::ZeroSize);
+        }
+        if !desc.alignment.is_power_of_two() {
+            return Err(Error::InvalidAlignment { alignment: desc.alignment });
+        }
+        let ranked = self.rank_memory_types(desc)?;
+        let mut largest_limit = 0;
+        let mut tried = 0;
+        for choice in ranked.iter() {
+            let limit = self.type_limit(choice.memory_type);
+            largest_limit = largest_limit.max(limit);
+            if desc.size > limit {
+                continue;
+            }
+            if tried > 0 {
+                self.counters.fallbacks.fetch_add(1, Ordering::Relaxed);
+            }
+            tried += 1;
+            match self.allocate_in_type(desc, choice) {
+                Ok(allocation) => return Ok(allocation),
+                Err(Error::OutOfMemory { .. } | Error::TooManyBlocks { .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
+        if tried == 0 {
+            return Err(Error::SizeTooLarge { size: desc.size, limit: largest_limit });
+        }
+        if self.live_blocks.load(Ordering::Relaxed) >= self.block_limit {
+            return Err(Error::TooManyBlocks { limit: self.block_limit });
+        }
+        Err(Error::OutOfMemory { size: desc.size })
+    }
+
+    /// The largest request a memory type could hold: its heap size, capped by the device's block size limit.
+    fn type_limit(&self, memory_type: u32) -> u64 {
+        let heap = self.properties.types[memory_type as usize].heap_index as usize;
+        let heap_size = self.properties.heaps.get(heap).map_or(0, |h| h.size);
+        heap_size.min(self.properties.limits.max_allocation_size)
+    }
+
+    fn allocate_in_type(&self, desc: &AllocationDesc<'_>, choice: &MemoryTypeChoice) -> Result<Allocation> {
+        let memory_type = choice.memory_type;
+        let may_create = choice.within_budget || desc.options.budget != BudgetPolicy::RequireWithin;
+        let wants_dedicated = desc.dedicated == Dedicated::Required
+            || desc.dedicated == Dedicated::Preferred
+            || desc.size >= self.config.dedicated_threshold;
+        if wants_dedicated && may_create {
+            match self.allocate_dedicated(desc, memory_type) {
+                Ok(allocation) => return Ok(allocation),
+                // Preferred (or large) requests may still share a block when the block limit is hit.
+                Err(Error::TooManyBlocks { .. }) if desc.dedicated != Dedicated::Required => {}
+                Err(error) => return Err(error),
+            }
+        } else if desc.dedicated == Dedicated::Required {
+            return Err(Error::OutOfMemory { size: desc.size });
+        }
+
+        // Existing blocks first.
+        let (block_size, class_granularity) = {
+            let mut pool = lock(self.pool(memory_type, desc.class));
+            if let Some(placement) = pool.place(desc.size, desc.alignment) {
+                return Ok(self.pooled(desc, memory_type, placement));
+            }
+            // A block big enough for the request and its worst-case alignment padding.
+            let needed = desc.size.saturating_add(desc.alignment.saturating_sub(1)).next_multiple_of(MIB);
+            (pool.next_block_size.max(needed), self.properties.limits.buffer_image_granularity)
+        };
+        if !may_create {
+            return Err(Error::OutOfMemory { size: desc.size });
+        }
+        let block_size = block_size.min(self.properties.limits.max_allocation_size);
+        let block = self.create_block(BlockDesc::new(memory_type, block_size), self.heap_of(memory_type))?;
+
+        let mut pool = lock(self.pool(memory_type, desc.class));
+        let index = match pool.add_block(block, block_size, class_granularity) {
+            Ok(index) => index,
+            Err(block) => {
+                drop(pool);
+                self.destroy_block(block);
+                return Err(Error::InvalidConfig { reason: "block size not usable by the core" });
+            }
+        };
+        let grown = (pool.next_block_size.saturating_mul(2)).min(self.regular_max(memory_type));
+        pool.next_block_size = pool.next_block_size.max(grown);
+        match pool.place_in(index, desc.size, desc.alignment) {
+            Some(placement) => Ok(self.pooled(desc, memory_type, placement)),
+            // Cannot happen (the block was sized for the request), but never panic: keep the block cached.
+            None => Err(Error::OutOfMemory { size: desc.size }),
+        }
+    }
+
+    fn regular_max(&self, memory_type: u32) -> u64 {
+        let flags = self.properties.types[memory_type as usize].flags;
+        let max = if flags.contains(MemoryPropertyFlags::DEVICE_LOCAL) {
+            self.config.sizes.device_max
+        } else {
+            self.config.sizes.host_max
+        };
+        max.min(self.properties.limits.max_allocation_size)
+    }
+
+    fn heap_of(&self, memory_type: u32) -> u32 {
+        self.properties.types[memory_type as usize].heap_index
+    }
+
+    fn pooled(&self, desc: &AllocationDesc<'_>, memory_type: u32, placement: Placement) -> Allocation {
+        Allocation {
+            raw: RawAllocation {
+                allocator: self.id,
+                memory_type,
+                class: desc.class,
+                offset: placement.offset,
+                size: desc.size,
+                user_data: desc.user_data,
+                place: Place::Pooled {
+                    block: placement.block_index,
+                    generation: placement.block_generation,
+                    handle: placement.handle.to_raw(),
+                },
+            },
+        }
+    }
+
+    fn allocate_dedicated(&self, desc: &AllocationDesc<'_>, memory_type: u32) -> Result<Allocation> {
+        let block_desc = BlockDesc::new(memory_type, desc.size).with_dedicated(true);
+        let block = self.create_block(block_desc, self.heap_of(memory_type))?;
+        let mut dedicated = lock(&self.dedicated);
+        let slot = match dedicated.slots.iter().position(Option::is_none) {
+            Some(slot) => slot,
+            None => {
+                dedicated.slots.push(None);
+                dedicated.generations.push(0);
+                dedicated.slots.len() - 1
+            }
+        };
+        let generation = dedicated.generations[slot];
+        dedicated.slots[slot] = Some(DedicatedBlock { block, memory_type, size: desc.size, generation });
+        Ok(Allocation {
+            raw: RawAllocation {
+                allocator: self.id,
+                memory_type,
+                class: desc.class,
+                offset: 0,
+                size: desc.size,
+                user_data: desc.user_data,
+                place: Place::Dedicated { slot: slot as u32, generation },
+            },
+        })
+    }
+
+    /// Creates a device block, within the block limit. On out-of-memory it reclaims the cached empty blocks of
+    /// the same heap and tries once more.
+    fn create_block(&self, desc: BlockDesc, heap: u32) -> Result<D::Block> {
+        let reserved = self.live_blocks.fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
+            (live < self.block_limit).then_some(live + 1)
+        });
+        if reserved.is_err() && (self.reclaim_empty_blocks(Some(heap)) == 0 || !self.reserve_block_slot()) {
+            return Err(Error::TooManyBlocks { limit: self.block_limit });
+        }
+        // SAFETY: (1) `desc.memory_type` comes from ranking over this device's own memory types, and the size is
+        // non-zero (requests of 0 are refused first) and capped at `limits.max_allocation_size` by the callers.
+        let mut result = unsafe { self.device.create_block(&desc) };
+        if matches!(result, Err(DeviceError::OutOfDeviceMemory)) && self.reclaim_empty_blocks(Some(heap)) > 0
+        {
+            // SAFETY: as above; `desc` is unchanged.
+            result = unsafe { self.device.create_block(&desc) };
+        }
+        match result {
+            Ok(block) => {
+                self.counters.blocks_created.fetch_add(1, Ordering::Relaxed);
+                Ok(block)
+            }
+            Err(error) => {
+                self.live_blocks.fetch_sub(1, Ordering::AcqRel);
+                match error {
+                    DeviceError::OutOfDeviceMemory | DeviceError::OutOfHostMemory => {
+                        Err(Error::OutOfMemory { size: desc.size })
+                    }
+                    DeviceError::TooManyObjects => Err(Error::TooManyBlocks { limit: self.block_limit }),
+                    other => Err(Error::Device(other)),
+                }
+            }
+        }
+    }
+
+    fn reserve_block_slot(&self) -> bool {
+        self.live_blocks
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
+                (live < self.block_limit).then_some(live + 1)
+            })
+            .is_ok()
+    }
+
+    fn destroy_block(&self, block: D::Block) {
+        // SAFETY: (1) every block handed here was created by `self.device` and was just removed from the one
+        // pool or dedicated slot that owned it, so it is destroyed once. (2) Pools give up only empty blocks and
+        // a dedicated block goes when its one allocation is freed; at drop, live allocations can no longer reach
+        // their block through memcarve, and the documented contract of `Allocator` is that device resources
+        // bound to its memory are destroyed before the allocator. memcarve does not map blocks in this version.
+        unsafe { self.device.destroy_block(block) };
+        self.live_blocks.fetch_sub(1, Ordering::AcqRel);
+        self.counters.blocks_destroyed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Destroys cached empty blocks of pools in `heap` (every heap with None); returns how many.
+    fn reclaim_empty_blocks(&self, heap: Option<u32>) -> usize {
+        let mut destroyed = 0;
+        for pool in &self.pools {
+            let blocks = {
+                let mut pool = lock(pool);
+                if heap.is_some_and(|h| self.heap_of(pool.memory_type) != h) || pool.empty_blocks == 0 {
+                    continue;
+                }
+                pool.take_empty_blocks(0)
+            };
+            destroyed += blocks.len();
+            blocks.into_iter().for_each(|block| self.destroy_block(block));
+        }
+        if destroyed > 0 && heap.is_some() {
+            self.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+        }
+        destroyed
+    }
+
+    /// Destroys every cached empty block; returns how many.
+    pub fn trim_empty_blocks(&self) -> usize {
+        self.reclaim_empty_blocks(None)
+    }
+
+    /// Frees an allocation. Another allocator's allocation, or one already freed, is an error and changes
+    /// nothing.
+    pub fn free(&self, allocation: Allocation) -> Result<()> {
+        let raw = allocation.raw;
+        if raw.allocator != self.id {
+            return Err(Error::ForeignAllocation);
+        }
+        if raw.memory_type as usize >= self.properties.types.len() {
+            return Err(Error::ForeignAllocation);
+        }
+        match raw.place {
+            Place::Pooled { block, generation, handle } => {
+                let to_destroy = {
+                    let mut pool = lock(self.pool(raw.memory_type, raw.class));
+                    let emptied = pool.free(block, generation, Handle::from_raw(handle), raw.size).map_err(
+                        |error| match error {
+                            memcarve_core::Error::ForeignHandle => Error::ForeignAllocation,
+                            _ => Error::DoubleFree,
+                        },
+                    )?;
+                    if emptied && pool.empty_blocks > self.config.max_empty_blocks_per_pool {
+                        pool.take_empty_blocks(self.config.max_empty_blocks_per_pool)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                to_destroy.into_iter().for_each(|block| self.destroy_block(block));
+                Ok(())
+            }
+            Place::Dedicated { slot, generation } => {
+                let entry = {
+                    let mut dedicated = lock(&self.dedicated);
+                    let owned = matches!(
+                        dedicated.slots.get(slot as usize),
+                        Some(Some(entry)) if entry.generation == generation && entry.memory_type == raw.memory_type
+                    );
+                    if !owned {
+                        return Err(Error::DoubleFree);
+                    }
+                    dedicated.generations[slot as usize] = generation.wrapping_add(1);
+                    dedicated.slots[slot as usize].take()
+                };
+                if let Some(entry) = entry {
+                    self.destroy_block(entry.block);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `f` on the device block that holds `allocation` (to bind it, export it, or map it).
+    pub fn with_block<R>(&self, allocation: &Allocation, f: impl FnOnce(&D::Block) -> R) -> Result<R> {
+        let raw = &allocation.raw;
+        if raw.allocator != self.id || raw.memory_type as usize >= self.properties.types.len() {
+            return Err(Error::ForeignAllocation);
+        }
+        match raw.place {
+            Place::Pooled { block, generation, .. } => {
+                let pool = lock(self.pool(raw.memory_type, raw.class));
+                let entry = pool.block(block, generation).ok_or(Error::DoubleFree)?;
+                Ok(f(&entry.block))
+            }
+            Place::Dedicated { slot, generation } => {
+                let dedicated = lock(&self.dedicated);
+                match dedicated.slots.get(slot as usize) {
+                    Some(Some(entry)) if entry.generation == generation => Ok(f(&entry.block)),
+                    _ => Err(Error::DoubleFree),
+                }
+            }
+        }
+    }
+
+    /// Cumulative counters.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            blocks_created: self.counters.blocks_created.load(Ordering::Relaxed),
+            blocks_destroyed: self.counters.blocks_destroyed.load(Ordering::Relaxed),
+            fallbacks: self.counters.fallbacks.load(Ordering::Relaxed),
+            reclaims: self.counters.reclaims.load(Ordering::Relaxed),
+            failures: self.counters.failures.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Live device blocks, pooled and dedicated.
+    pub fn block_count(&self) -> u32 {
+        self.live_blocks.load(Ordering::Acquire)
+    }
+
+    /// Bytes of device memory held in blocks (pooled and dedicated).
+    pub fn committed_bytes(&self) -> u64 {
+        let pooled: u64 = self.pools.iter().map(|pool| lock(pool).committed_bytes).sum();
+        let dedicated: u64 = lock(&self.dedicated).slots.iter().flatten().map(|entry| entry.size).sum();
+        pooled + dedicated
+    }
+
+    /// Bytes of live allocations (as requested).
+    pub fn used_bytes(&self) -> u64 {
+        let pooled: u64 = self.pools.iter().map(|pool| lock(pool).used_bytes).sum();
+        let dedicated: u64 = lock(&self.dedicated).slots.iter().flatten().map(|entry| entry.size).sum();
+        pooled + dedicated
+    }
+
+    /// Checks every pool's sub-allocators and the block accounting (O(n)); for tests.
+    #[cfg(any(test, feature = "check"))]
+    pub fn check(&self) -> core::result::Result<(), memcarve_core::Violation> {
+        let mut blocks = 0u32;
+        for pool in &self.pools {
+            let pool = lock(pool);
+            let mut empty = 0;
+            let mut committed = 0;
+            for (_, entry) in pool.blocks() {
+                entry.ranges.check()?;
+                if entry.ranges.capacity() != entry.size {
+                    return Err(memcarve_core::Violation {
+                        what: "block size differs from its ranges",
+                        offset: 0,
+                    });
+                }
+                empty += usize::from(entry.ranges.is_empty());
+                committed += entry.size;
+                blocks += 1;
+            }
+            if empty != pool.empty_blocks || committed != pool.committed_bytes {
+                return Err(memcarve_core::Violation {
+                    what: "pool counters disagree with its blocks",
+                    offset: 0,
+                });
+            }
+        }
+        blocks += lock(&self.dedicated).slots.iter().flatten().count() as u32;
+        if blocks != self.block_count() {
+            return Err(memcarve_core::Violation {
+                what: "live block count disagrees with the pools",
+                offset: 0,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<D: Device> Drop for Allocator<D> {
+    fn drop(&mut self) {
+        let mut blocks: Vec<D::Block> = Vec::new();
+        for pool in &self.pools {
+            blocks.extend(lock(pool).take_all_blocks());
+        }
+        blocks.extend(lock(&self.dedicated).slots.drain(..).flatten().map(|entry| entry.block));
+        for block in blocks {
+            self.destroy_block(block);
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Device backends, each behind a Cargo feature.
+
+#[cfg(feature = "host")]
+pub mod host;

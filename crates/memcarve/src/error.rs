@@ -1,0 +1,60 @@
+//! The allocator's error type: every way a request or a free can be refused. After any of these the allocator
+//! is unchanged and consistent.
+
+use crate::device::DeviceError;
+
+/// Why the allocator refused a request or a free.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A request for zero bytes.
+    #[error("allocation size is zero")]
+    ZeroSize,
+    /// The alignment is not a power of two.
+    #[error("alignment {alignment} is not a power of two")]
+    InvalidAlignment {
+        /// The alignment asked for.
+        alignment: u64,
+    },
+    /// The request is larger than any compatible heap or than the device's largest block.
+    #[error("size {size} exceeds what any compatible memory type can hold ({limit})")]
+    SizeTooLarge {
+        /// The size asked for.
+        size: u64,
+        /// The largest size a compatible memory type could hold.
+        limit: u64,
+    },
+    /// No memory type satisfies `memory_type_bits` and the required flags.
+    #[error("no memory type satisfies the request's type bits and required flags")]
+    NoCompatibleMemoryType,
+    /// Every compatible memory type is out of memory (or over budget under `BudgetPolicy::RequireWithin`).
+    #[error("out of memory for {size} bytes in every compatible memory type")]
+    OutOfMemory {
+        /// The size asked for.
+        size: u64,
+    },
+    /// The allocator's block limit (`max_memory_blocks` or the device's) is reached.
+    #[error("too many memory blocks (limit {limit})")]
+    TooManyBlocks {
+        /// The limit in force.
+        limit: u32,
+    },
+    /// The allocation was already freed.
+    #[error("allocation was already freed")]
+    DoubleFree,
+    /// The allocation was made by another allocator.
+    #[error("allocation belongs to another allocator")]
+    ForeignAllocation,
+    /// A configuration value is invalid.
+    #[error("invalid configuration: {reason}")]
+    InvalidConfig {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The device failed in a way other than running out of memory.
+    #[error("device error: {0}")]
+    Device(#[from] DeviceError),
+}
+
+/// The allocator's result type.
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,191 @@
+//! Pools: one per (memory type, resource class), each a list of device blocks carved by the core's TLSF.
+//!
+//! A pool never calls the device while it is asked to place a request in its existing blocks; creating and
+//! destroying blocks is the allocator's job, so the pool lock is never held across a driver call (which can take
+//! a millisecond). Invariants: every block's `VirtualBlock` capacity equals the block's size; a block is
+//! destroyed only when it holds no allocation; empty blocks are counted in `empty_blocks`.
+
+use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
+
+/// One device block and its sub-allocator.
+#[derive(Debug)]
+pub(crate) struct PoolBlock<B> {
+    pub block: B,
+    pub ranges: VirtualBlock<()>,
+    pub size: u64,
+    /// Changes whenever the slot is reused for another block, so handles into an old block are recognised.
+    pub generation: u32,
+}
+
+/// Where a placed request landed.
+#[derive(Debug)]
+pub(crate) struct Placement {
+    pub block_index: u32,
+    pub block_generation: u32,
+    pub handle: Handle,
+    pub offset: u64,
+}
+
+/// Blocks of one memory type and class.
+#[derive(Debug)]
+pub(crate) struct Pool<B> {
+    pub memory_type: u32,
+    pub class: ResourceClass,
+    /// Block slots; `None` where a block was destroyed (its slot is reused by the next block).
+    blocks: Vec<Option<PoolBlock<B>>>,
+    /// Generation the next block in each slot gets (kept across `None`).
+    slot_generations: Vec<u32>,
+    /// Size of the next regular block (grows to the maximum).
+    pub next_block_size: u64,
+    /// Blocks that hold no allocation right now.
+    pub empty_blocks: usize,
+    /// Bytes of live allocations (as rounded by the core).
+    pub used_bytes: u64,
+    pub committed_bytes: u64,
+}
+
+impl<B> Pool<B> {
+    pub fn new(memory_type: u32, class: ResourceClass, first_block_size: u64) -> Pool<B> {
+        Pool {
+            memory_type,
+            class,
+            blocks: Vec::new(),
+            slot_generations: Vec::new(),
+            next_block_size: first_block_size,
+            empty_blocks: 0,
+            used_bytes: 0,
+            committed_bytes: 0,
+        }
+    }
+
+    /// Places a request in an existing block, newest first (new blocks are the largest and least fragmented).
+    pub fn place(&mut self, size: u64, alignment: u64) -> Option<Placement> {
+        for (index, slot) in self.blocks.iter_mut().enumerate().rev() {
+            let Some(entry) = slot else { continue };
+            if entry.ranges.free_bytes() < size {
+                continue;
+            }
+            let was_empty = entry.ranges.is_empty();
+            if let Ok(allocation) = entry.ranges.allocate(size, alignment, self.class) {
+                if was_empty {
+                    self.empty_blocks -= 1;
+                }
+                self.used_bytes += size;
+                return Some(Placement {
+                    block_index: index as u32,
+                    block_generation: entry.generation,
+                    handle: allocation.handle,
+                    offset: allocation.offset,
+                });
+            }
+        }
+        None
+    }
+
+    /// Adds a new (empty) block and returns its slot index.
+    pub fn add_block(&mut self, block: B, size: u64, class_granularity: u64) -> Result<u32, B> {
+        let config = VirtualBlockConfig::new(size).with_class_granularity(class_granularity.max(1));
+        let ranges = match VirtualBlock::with_config(config) {
+            Ok(ranges) => ranges,
+            Err(_) => return Err(block),
+        };
+        let index = match self.blocks.iter().position(Option::is_none) {
+            Some(index) => index,
+            None => {
+                self.blocks.push(None);
+                self.slot_generations.push(0);
+                self.blocks.len() - 1
+            }
+        };
+        let generation = self.slot_generations[index];
+        self.blocks[index] = Some(PoolBlock { block, ranges, size, generation });
+        self.empty_blocks += 1;
+        self.committed_bytes += size;
+        Ok(index as u32)
+    }
+
+    /// Places a request in the block at `index` (just added for it).
+    pub fn place_in(&mut self, index: u32, size: u64, alignment: u64) -> Option<Placement> {
+        let entry = self.blocks.get_mut(index as usize)?.as_mut()?;
+        let allocation = entry.ranges.allocate(size, alignment, self.class).ok()?;
+        self.empty_blocks -= 1;
+        self.used_bytes += size;
+        Some(Placement {
+            block_index: index,
+            block_generation: entry.generation,
+            handle: allocation.handle,
+            offset: allocation.offset,
+        })
+    }
+
+    /// Frees a placed range. Returns whether its block became empty.
+    pub fn free(
+        &mut self,
+        block_index: u32,
+        block_generation: u32,
+        handle: Handle,
+        size: u64,
+    ) -> Result<bool, memcarve_core::Error> {
+        let entry = match self.blocks.get_mut(block_index as usize) {
+            Some(Some(entry)) if entry.generation == block_generation => entry,
+            // The block was destroyed since: it only is when empty, so this range was freed before.
+            _ => return Err(memcarve_core::Error::StaleHandle),
+        };
+        entry.ranges.free(handle)?;
+        self.used_bytes -= size;
+        let empty = entry.ranges.is_empty();
+        if empty {
+            self.empty_blocks += 1;
+        }
+        Ok(empty)
+    }
+
+    /// Removes up to `keep_at_most`-exceeding empty blocks (all of them with 0), returning the device blocks to
+    /// destroy. The newest empty blocks are kept: they are the largest.
+    pub fn take_empty_blocks(&mut self, keep_at_most: usize) -> Vec<B> {
+        let mut taken = Vec::new();
+        let mut kept = 0;
+        for index in (0..self.blocks.len()).rev() {
+            let is_empty = matches!(&self.blocks[index], Some(entry) if entry.ranges.is_empty());
+            if !is_empty {
+                continue;
+            }
+            if kept < keep_at_most {
+                kept += 1;
+                continue;
+            }
+            if let Some(entry) = self.blocks[index].take() {
+                self.slot_generations[index] = entry.generation.wrapping_add(1);
+                self.empty_blocks -= 1;
+                self.committed_bytes -= entry.size;
+                taken.push(entry.block);
+            }
+        }
+        taken
+    }
+
+    /// Removes every block (for the allocator's drop), live allocations or not.
+    pub fn take_all_blocks(&mut self) -> Vec<B> {
+        self.empty_blocks = 0;
+        self.committed_bytes = 0;
+        self.used_bytes = 0;
+        self.blocks.drain(..).flatten().map(|entry| entry.block).collect()
+    }
+
+    /// Live blocks with their sub-allocators.
+    #[cfg(any(test, feature = "check"))]
+    pub fn blocks(&self) -> impl Iterator<Item = (u32, &PoolBlock<B>)> + '_ {
+        self.blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| slot.as_ref().map(|entry| (index as u32, entry)))
+    }
+
+    /// The device block at `index`, if live and of `generation`.
+    pub fn block(&self, index: u32, generation: u32) -> Option<&PoolBlock<B>> {
+        match self.blocks.get(index as usize) {
+            Some(Some(entry)) if entry.generation == generation => Some(entry),
+            _ => None,
+        }
+    }
+}

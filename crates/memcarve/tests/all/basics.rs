@@ -1,0 +1,193 @@
+//! The allocator's behaviour on single requests: placement, policy, dedicated blocks, bad input.
+
+use std::sync::Arc;
+
+use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+use memcarve::{
+    AllocationDesc, AllocationOptions, AllocationSizes, Allocator, AllocatorConfig, BudgetPolicy, Dedicated,
+    Error, MemoryLocation, MemoryPropertyFlags, ResourceClass, Usage,
+};
+
+pub fn simulated(profile: MemoryProfile) -> Arc<HostDevice> {
+    Arc::new(HostDevice::new(HostConfig::new(profile, HostMode::Simulated)))
+}
+
+pub fn allocator(device: &Arc<HostDevice>, config: AllocatorConfig) -> Allocator<Arc<HostDevice>> {
+    Allocator::new(Arc::clone(device), config).unwrap()
+}
+
+#[test]
+fn small_requests_share_a_block_per_type_and_class() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let desc = AllocationDesc::new("a", 4096, MemoryLocation::GpuOnly).with_alignment(256);
+    let a = allocator.allocate(&desc).unwrap();
+    let b = allocator.allocate(&desc).unwrap();
+    assert_eq!(a.block_key(), b.block_key(), "same type and class share a block");
+    assert_eq!(a.memory_type(), 1, "GpuOnly goes to plain device-local memory on the H200 profile");
+    let image = allocator.allocate(&desc.with_class(ResourceClass::OptimalImage)).unwrap();
+    assert_ne!(image.block_key(), a.block_key(), "classes live in separate pools");
+    assert_eq!(allocator.block_count(), 2);
+    assert_eq!(device.counters().live_blocks, 2);
+    allocator.check().unwrap();
+    for allocation in [a, b, image] {
+        allocator.free(allocation).unwrap();
+    }
+    allocator.check().unwrap();
+    assert_eq!(allocator.used_bytes(), 0);
+    assert_eq!(allocator.block_count(), 2, "one empty block per pool stays cached");
+    assert_eq!(allocator.trim_empty_blocks(), 2);
+    assert_eq!(device.counters().live_blocks, 0);
+}
+
+#[test]
+fn policy_choices_follow_usage_and_are_explained() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let upload = AllocationDesc::new("staging", 1 << 20, MemoryLocation::CpuToGpu);
+    let choice = allocator.select_memory_type(&upload).unwrap();
+    assert_eq!(choice.memory_type, 4);
+    assert!(choice.flags.contains(MemoryPropertyFlags::HOST_VISIBLE | MemoryPropertyFlags::DEVICE_LOCAL));
+    assert!(choice.within_budget);
+    let allocation = allocator.allocate(&upload).unwrap();
+    assert_eq!(allocation.memory_type(), 4);
+    allocator.free(allocation).unwrap();
+
+    let readback = AllocationDesc::new("readback", 1 << 20, MemoryLocation::GpuToCpu);
+    assert_eq!(allocator.select_memory_type(&readback).unwrap().memory_type, 3);
+    let no_type = AllocationDesc::new("x", 1 << 20, MemoryLocation::GpuOnly).with_memory_type_bits(0b1100);
+    assert_eq!(allocator.allocate(&no_type).unwrap_err(), Error::NoCompatibleMemoryType);
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let desc = |size| AllocationDesc::new("x", size, MemoryLocation::GpuOnly);
+    assert_eq!(allocator.allocate(&desc(0)).unwrap_err(), Error::ZeroSize);
+    assert_eq!(
+        allocator.allocate(&desc(64).with_alignment(3)).unwrap_err(),
+        Error::InvalidAlignment { alignment: 3 }
+    );
+    assert!(matches!(allocator.allocate(&desc(1 << 40)).unwrap_err(), Error::SizeTooLarge { .. }));
+
+    let other = allocator_for_other(&device);
+    let foreign = other.allocate(&desc(64)).unwrap();
+    let raw = foreign.into_raw();
+    assert_eq!(allocator.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::ForeignAllocation);
+    other.free(memcarve::Allocation::from_raw(raw)).unwrap();
+    assert_eq!(other.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::DoubleFree);
+    assert_eq!(allocator.failures(), 3);
+    allocator.check().unwrap();
+    other.check().unwrap();
+}
+
+fn allocator_for_other(device: &Arc<HostDevice>) -> Allocator<Arc<HostDevice>> {
+    allocator(device, AllocatorConfig::default())
+}
+
+trait Failures {
+    fn failures(&self) -> u64;
+}
+
+impl Failures for Allocator<Arc<HostDevice>> {
+    fn failures(&self) -> u64 {
+        self.counters().failures
+    }
+}
+
+#[test]
+fn dedicated_blocks_for_large_or_required_requests() {
+    let device = simulated(MemoryProfile::discrete());
+    let config = AllocatorConfig::default().with_dedicated_threshold(64 << 20);
+    let allocator = allocator(&device, config);
+    let big = allocator.allocate(&AllocationDesc::new("big", 100 << 20, MemoryLocation::GpuOnly)).unwrap();
+    assert!(big.is_dedicated());
+    let required =
+        AllocationDesc::new("export", 4096, MemoryLocation::GpuOnly).with_dedicated(Dedicated::Required);
+    let small_dedicated = allocator.allocate(&required).unwrap();
+    assert!(small_dedicated.is_dedicated());
+    assert_eq!(device.counters().live_blocks, 2);
+    let raw = big.into_raw();
+    allocator.free(memcarve::Allocation::from_raw(raw)).unwrap();
+    assert_eq!(device.counters().live_blocks, 1, "a dedicated block goes with its allocation");
+    assert_eq!(allocator.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::DoubleFree);
+    allocator.free(small_dedicated).unwrap();
+    allocator.check().unwrap();
+}
+
+#[test]
+fn blocks_grow_and_oversized_requests_get_their_own_block() {
+    let device = simulated(MemoryProfile::discrete());
+    let sizes = AllocationSizes::new(4 << 20, 16 << 20, 4 << 20, 16 << 20);
+    let allocator = allocator(&device, AllocatorConfig::default().with_sizes(sizes));
+    let desc = AllocationDesc::new("x", 3 << 20, MemoryLocation::GpuOnly);
+    let live: Vec<_> = (0..8).map(|_| allocator.allocate(&desc).unwrap()).collect();
+    // 4 MiB holds one, then 8 MiB two, then 16 MiB five: three blocks for eight.
+    assert_eq!(allocator.block_count(), 3);
+    let oversized = allocator.allocate(&AllocationDesc::new("y", 40 << 20, MemoryLocation::GpuOnly)).unwrap();
+    assert!(!oversized.is_dedicated(), "40 MiB is below the dedicated threshold: a pooled block of its own");
+    assert_eq!(allocator.block_count(), 4);
+    allocator.check().unwrap();
+    for allocation in live.into_iter().chain([oversized]) {
+        allocator.free(allocation).unwrap();
+    }
+    allocator.check().unwrap();
+}
+
+#[test]
+fn require_within_budget_reuses_blocks_but_creates_none_on_a_full_heap() {
+    let device = simulated(MemoryProfile::lavapipe());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let options = AllocationOptions::new(Usage::GpuOnly).with_budget(BudgetPolicy::RequireWithin);
+    let small = AllocationDesc::new("small", 1 << 20, options);
+    let first = allocator.allocate(&small).unwrap();
+    // Fill the heap's budget (80 % of 4 GiB) with dedicated blocks under the Ignore policy.
+    let filler_options = AllocationOptions::new(Usage::GpuOnly).with_budget(BudgetPolicy::Ignore);
+    let mut fillers = Vec::new();
+    while let Ok(a) = allocator
+        .allocate(&AllocationDesc::new("fill", 512 << 20, filler_options).with_dedicated(Dedicated::Required))
+    {
+        fillers.push(a);
+        if device.heap_budgets_over() {
+            break;
+        }
+    }
+    assert!(device.heap_budgets_over(), "the heap is over budget now");
+    // Still fits in the first block: allowed.
+    let reuse = allocator.allocate(&small).unwrap();
+    assert_eq!(reuse.block_key(), first.block_key());
+    // Needs a new block: refused.
+    let big = AllocationDesc::new("big", 64 << 20, options);
+    assert!(matches!(allocator.allocate(&big).unwrap_err(), Error::OutOfMemory { .. }));
+    for a in fillers.into_iter().chain([first, reuse]) {
+        allocator.free(a).unwrap();
+    }
+    allocator.check().unwrap();
+}
+
+trait OverBudget {
+    fn heap_budgets_over(&self) -> bool;
+}
+
+impl OverBudget for Arc<HostDevice> {
+    fn heap_budgets_over(&self) -> bool {
+        use memcarve::Device;
+        self.heap_budgets().iter().any(|b| b.usage > b.budget)
+    }
+}
+
+#[test]
+fn every_profile_serves_every_usage_it_can() {
+    for profile in MemoryProfile::all() {
+        let name = profile.name;
+        let device = simulated(profile);
+        let allocator = allocator(&device, AllocatorConfig::default());
+        for location in [MemoryLocation::GpuOnly, MemoryLocation::CpuToGpu, MemoryLocation::GpuToCpu] {
+            let desc = AllocationDesc::new("x", 1 << 16, location);
+            let allocation = allocator.allocate(&desc).unwrap_or_else(|e| panic!("{name} {location:?}: {e}"));
+            allocator.free(allocation).unwrap();
+        }
+        allocator.check().unwrap();
+    }
+}

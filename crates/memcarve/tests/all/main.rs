@@ -1,0 +1,9 @@
+//! memcarve's allocator tests on the host backend, built as one binary.
+
+#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
+
+mod basics;
+mod faults;
+mod randomized;
+mod rng;
+mod threads;
