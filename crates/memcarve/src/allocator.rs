@@ -12,12 +12,13 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use memcarve_core::{Handle, ResourceClass};
 
-use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags};
+use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags, VirtualMemory};
 use crate::error::{Error, Result};
 use crate::policy::{
     AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, rank_memory_types,
 };
 use crate::pool::{Placement, Pool};
+use crate::virtual_heap::{PageEvent, VirtualHeap, VirtualHeapConfig, VirtualHeapStats};
 
 const MIB: u64 = 1 << 20;
 
@@ -58,7 +59,7 @@ impl Default for AllocationSizes {
 }
 
 /// How an [`Allocator`] is set up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AllocatorConfig {
     /// Block sizes.
@@ -71,6 +72,9 @@ pub struct AllocatorConfig {
     /// (about 1 ms for a `vkFreeMemory`) again and again when usage hovers around a block boundary; more would
     /// hold memory nobody uses. [`Allocator::trim_empty_blocks`] releases them all.
     pub max_empty_blocks_per_pool: usize,
+    /// Serve requests from one virtual heap per memory type instead of blocks, on devices with virtual memory
+    /// (CUDA; the host backend models it). Dedicated requests still get blocks of their own.
+    pub virtual_heap: Option<VirtualHeapConfig>,
 }
 
 impl Default for AllocatorConfig {
@@ -80,6 +84,7 @@ impl Default for AllocatorConfig {
             max_memory_blocks: 256,
             dedicated_threshold: 128 * MIB,
             max_empty_blocks_per_pool: 1,
+            virtual_heap: None,
         }
     }
 }
@@ -103,6 +108,12 @@ impl AllocatorConfig {
         self
     }
 
+    /// Serves requests from virtual heaps (see [`AllocatorConfig::virtual_heap`]).
+    pub fn with_virtual_heap(mut self, config: VirtualHeapConfig) -> AllocatorConfig {
+        self.virtual_heap = Some(config);
+        self
+    }
+
     /// Sets how many empty blocks each pool keeps.
     pub fn with_max_empty_blocks_per_pool(mut self, count: usize) -> AllocatorConfig {
         self.max_empty_blocks_per_pool = count;
@@ -115,6 +126,18 @@ impl AllocatorConfig {
 enum Place {
     Pooled { block: u32, generation: u32, handle: u64 },
     Dedicated { slot: u32, generation: u32 },
+    Virtual { handle: u64 },
+}
+
+/// What kind of memory holds an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BlockKind {
+    /// A block shared through a pool.
+    Pooled,
+    /// A block of its own.
+    Dedicated,
+    /// The memory type's virtual heap (offsets are within its reserved address range).
+    VirtualHeap,
 }
 
 /// A live allocation. Not `Copy` or `Clone`: [`Allocator::free`] consumes it.
@@ -131,8 +154,8 @@ pub struct BlockKey {
     pub memory_type: u32,
     /// Class of its pool (for a dedicated block: of its allocation).
     pub class: ResourceClass,
-    /// Whether it is a dedicated block.
-    pub dedicated: bool,
+    /// Pooled, dedicated or the virtual heap.
+    pub kind: BlockKind,
     /// Slot index within its pool or the dedicated list.
     pub index: u32,
     /// Generation of the slot (slots are reused by later blocks).
@@ -185,11 +208,12 @@ impl Allocation {
 
     /// Which block holds it: equal keys mean the same block, so reports and tests can group allocations.
     pub fn block_key(&self) -> BlockKey {
-        let (dedicated, index, generation) = match self.raw.place {
-            Place::Pooled { block, generation, .. } => (false, block, generation),
-            Place::Dedicated { slot, generation } => (true, slot, generation),
+        let (kind, index, generation) = match self.raw.place {
+            Place::Pooled { block, generation, .. } => (BlockKind::Pooled, block, generation),
+            Place::Dedicated { slot, generation } => (BlockKind::Dedicated, slot, generation),
+            Place::Virtual { .. } => (BlockKind::VirtualHeap, 0, 0),
         };
-        BlockKey { memory_type: self.raw.memory_type, class: self.raw.class, dedicated, index, generation }
+        BlockKey { memory_type: self.raw.memory_type, class: self.raw.class, kind, index, generation }
     }
 
     /// The plain-data form; the allocation stays live until freed through [`Allocation::from_raw`].
@@ -245,6 +269,14 @@ struct DedicatedBlocks<B> {
 
 static NEXT_ALLOCATOR_ID: AtomicU32 = AtomicU32::new(1);
 
+/// Device out-of-memory becomes the allocator's recoverable [`Error::OutOfMemory`]; the rest pass through.
+fn device_error(error: DeviceError) -> Error {
+    match error {
+        DeviceError::OutOfDeviceMemory | DeviceError::OutOfHostMemory => Error::OutOfMemory { size: 0 },
+        other => Error::Device(other),
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing panics while a lock is held, so a poisoned lock still guards consistent data.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -262,6 +294,8 @@ pub struct Allocator<D: Device> {
     /// `memory_type * 4 + class`.
     pools: Vec<Mutex<Pool<D::Block>>>,
     dedicated: Mutex<DedicatedBlocks<D::Block>>,
+    /// One per memory type, created on first use (virtual-heap mode only).
+    heaps: Vec<Mutex<Option<VirtualHeap<D::Virtual>>>>,
     live_blocks: AtomicU32,
     block_limit: u32,
     counters: AtomicCounters,
@@ -304,6 +338,7 @@ impl<D: Device> Allocator<D> {
             }
         }
         let block_limit = config.max_memory_blocks.min(properties.limits.max_allocation_count);
+        let heaps = (0..properties.types.len()).map(|_| Mutex::new(None)).collect();
         Ok(Allocator {
             device,
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
@@ -311,6 +346,7 @@ impl<D: Device> Allocator<D> {
             config,
             pools,
             dedicated: Mutex::new(DedicatedBlocks { slots: Vec::new(), generations: Vec::new() }),
+            heaps,
             live_blocks: AtomicU32::new(0),
             block_limit,
             counters: AtomicCounters::default(),
@@ -414,6 +450,14 @@ impl<D: Device> Allocator<D> {
         } else if desc.dedicated == Dedicated::Required {
             return Err(Error::OutOfMemory { size: desc.size });
         }
+        if let (Some(heap_config), Some(vm)) = (&self.config.virtual_heap, self.device.virtual_memory())
+            && let Some(page_size) = vm.granularity(memory_type)
+        {
+            if !may_create {
+                return Err(Error::OutOfMemory { size: desc.size });
+            }
+            return self.allocate_virtual(desc, memory_type, vm, page_size, heap_config);
+        }
 
         // Existing blocks first.
         let (block_size, class_granularity) = {
@@ -447,6 +491,80 @@ impl<D: Device> Allocator<D> {
             // Cannot happen (the block was sized for the request), but never panic: keep the block cached.
             None => Err(Error::OutOfMemory { size: desc.size }),
         }
+    }
+
+    fn allocate_virtual(
+        &self,
+        desc: &AllocationDesc<'_>,
+        memory_type: u32,
+        vm: &D::Virtual,
+        page_size: u64,
+        config: &VirtualHeapConfig,
+    ) -> Result<Allocation> {
+        let mut slot = lock(&self.heaps[memory_type as usize]);
+        if slot.is_none() {
+            let heap_size =
+                self.properties.heaps.get(self.heap_of(memory_type) as usize).map_or(0, |h| h.size);
+            let size = config.reserve_size.unwrap_or(heap_size);
+            *slot = Some(VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?);
+        }
+        let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
+        let mut placed = heap.allocate(vm, desc.size, desc.alignment);
+        if matches!(placed, Err(DeviceError::OutOfDeviceMemory)) && heap.trim(vm) > 0 {
+            self.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+            placed = heap.allocate(vm, desc.size, desc.alignment);
+        }
+        match placed.map_err(device_error)? {
+            Some(placement) => Ok(Allocation {
+                raw: RawAllocation {
+                    allocator: self.id,
+                    memory_type,
+                    class: desc.class,
+                    offset: placement.offset,
+                    size: desc.size,
+                    user_data: desc.user_data,
+                    place: Place::Virtual { handle: placement.handle.to_raw() },
+                },
+            }),
+            None => Err(Error::OutOfMemory { size: desc.size }),
+        }
+    }
+
+    /// The host address of a virtual-heap allocation when the heap is host memory (the host backend in real
+    /// mode); None otherwise. Using the pointer is up to the caller: it is valid for `allocation.size()` bytes
+    /// until the allocation is freed.
+    pub fn virtual_address(&self, allocation: &Allocation) -> Option<core::ptr::NonNull<u8>> {
+        let raw = &allocation.raw;
+        if raw.allocator != self.id || !matches!(raw.place, Place::Virtual { .. }) {
+            return None;
+        }
+        let vm = self.device.virtual_memory()?;
+        let base = lock(self.heaps.get(raw.memory_type as usize)?).as_ref()?.host_address(vm)?;
+        // Offsets lie inside the reservation, so the sum stays inside the same mapping.
+        core::ptr::NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize))
+    }
+
+    /// Counters of a memory type's virtual heap, if it has one yet.
+    pub fn virtual_heap_stats(&self, memory_type: u32) -> Option<VirtualHeapStats> {
+        let slot = lock(self.heaps.get(memory_type as usize)?);
+        slot.as_ref().map(VirtualHeap::stats)
+    }
+
+    /// Starts or stops recording commit and decommit events in every virtual heap (for placement logs).
+    pub fn record_page_events(&self, on: bool) {
+        for heap in self.heaps.iter() {
+            if let Some(heap) = lock(heap).as_mut() {
+                heap.record_events(on);
+            }
+        }
+    }
+
+    /// Commit and decommit events of a memory type's virtual heap since the last call (recording must be on).
+    pub fn take_page_events(&self, memory_type: u32) -> Vec<PageEvent> {
+        self.heaps
+            .get(memory_type as usize)
+            .and_then(|heap| lock(heap).as_mut().map(VirtualHeap::take_events))
+            .unwrap_or_default()
     }
 
     fn regular_max(&self, memory_type: u32) -> u64 {
@@ -533,11 +651,8 @@ impl<D: Device> Allocator<D> {
             Err(error) => {
                 self.live_blocks.fetch_sub(1, Ordering::AcqRel);
                 match error {
-                    DeviceError::OutOfDeviceMemory | DeviceError::OutOfHostMemory => {
-                        Err(Error::OutOfMemory { size: desc.size })
-                    }
                     DeviceError::TooManyObjects => Err(Error::TooManyBlocks { limit: self.block_limit }),
-                    other => Err(Error::Device(other)),
+                    other => Err(device_error(other)),
                 }
             }
         }
@@ -582,8 +697,16 @@ impl<D: Device> Allocator<D> {
         destroyed
     }
 
-    /// Destroys every cached empty block; returns how many.
+    /// Destroys every cached empty block and decommits every empty virtual-heap page; returns how many blocks
+    /// were destroyed.
     pub fn trim_empty_blocks(&self) -> usize {
+        if let Some(vm) = self.device.virtual_memory() {
+            for heap in &self.heaps {
+                if let Some(heap) = lock(heap).as_mut() {
+                    heap.trim(vm);
+                }
+            }
+        }
         self.reclaim_empty_blocks(None)
     }
 
@@ -615,6 +738,15 @@ impl<D: Device> Allocator<D> {
                 };
                 to_destroy.into_iter().for_each(|block| self.destroy_block(block));
                 Ok(())
+            }
+            Place::Virtual { handle } => {
+                let vm = self.device.virtual_memory().ok_or(Error::ForeignAllocation)?;
+                let mut slot = lock(&self.heaps[raw.memory_type as usize]);
+                let heap = slot.as_mut().ok_or(Error::ForeignAllocation)?;
+                heap.free(vm, Handle::from_raw(handle), raw.size).map_err(|error| match error {
+                    memcarve_core::Error::ForeignHandle => Error::ForeignAllocation,
+                    _ => Error::DoubleFree,
+                })
             }
             Place::Dedicated { slot, generation } => {
                 let entry = {
@@ -649,6 +781,9 @@ impl<D: Device> Allocator<D> {
                 let entry = pool.block(block, generation).ok_or(Error::DoubleFree)?;
                 Ok(f(&entry.block))
             }
+            Place::Virtual { .. } => {
+                Err(Error::InvalidConfig { reason: "virtual-heap allocations have no block" })
+            }
             Place::Dedicated { slot, generation } => {
                 let dedicated = lock(&self.dedicated);
                 match dedicated.slots.get(slot as usize) {
@@ -679,14 +814,18 @@ impl<D: Device> Allocator<D> {
     pub fn committed_bytes(&self) -> u64 {
         let pooled: u64 = self.pools.iter().map(|pool| lock(pool).committed_bytes).sum();
         let dedicated: u64 = lock(&self.dedicated).slots.iter().flatten().map(|entry| entry.size).sum();
-        pooled + dedicated
+        pooled + dedicated + self.virtual_sum(|stats| stats.committed_bytes)
+    }
+
+    fn virtual_sum(&self, field: impl Fn(&VirtualHeapStats) -> u64) -> u64 {
+        self.heaps.iter().filter_map(|heap| lock(heap).as_ref().map(|heap| field(&heap.stats()))).sum()
     }
 
     /// Bytes of live allocations (as requested).
     pub fn used_bytes(&self) -> u64 {
         let pooled: u64 = self.pools.iter().map(|pool| lock(pool).used_bytes).sum();
         let dedicated: u64 = lock(&self.dedicated).slots.iter().flatten().map(|entry| entry.size).sum();
-        pooled + dedicated
+        pooled + dedicated + self.virtual_sum(|stats| stats.live_bytes)
     }
 
     /// Checks every pool's sub-allocators and the block accounting (O(n)); for tests.
@@ -716,6 +855,11 @@ impl<D: Device> Allocator<D> {
                 });
             }
         }
+        for heap in &self.heaps {
+            if let Some(heap) = lock(heap).as_ref() {
+                heap.check()?;
+            }
+        }
         blocks += lock(&self.dedicated).slots.iter().flatten().count() as u32;
         if blocks != self.block_count() {
             return Err(memcarve_core::Violation {
@@ -736,6 +880,13 @@ impl<D: Device> Drop for Allocator<D> {
         blocks.extend(lock(&self.dedicated).slots.drain(..).flatten().map(|entry| entry.block));
         for block in blocks {
             self.destroy_block(block);
+        }
+        if let Some(vm) = self.device.virtual_memory() {
+            for heap in &self.heaps {
+                if let Some(mut heap) = lock(heap).take() {
+                    heap.destroy(vm);
+                }
+            }
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod device;
 mod error;
 pub mod policy;
 mod pool;
+pub mod virtual_heap;
 
 pub use allocator::{
     Allocation, AllocationSizes, Allocator, AllocatorConfig, BlockKey, Counters, RawAllocation,
@@ -37,3 +38,4 @@ pub use error::{Error, Result};
 pub use policy::{
     AllocationDesc, AllocationOptions, BudgetPolicy, Dedicated, MemoryLocation, MemoryTypeChoice, Usage,
 };
+pub use virtual_heap::{ReleasePolicy, VirtualHeapConfig};

@@ -7,3 +7,4 @@ mod faults;
 mod randomized;
 mod rng;
 mod threads;
+mod virtual_heap;

@@ -1,0 +1,454 @@
+//! The virtual heap: for devices with [`VirtualMemory`], one address range per memory type, reserved once and
+//! carved by the core's TLSF, with physical pages committed when allocations first touch them and decommitted
+//! by a pluggable release policy. CUDA maps onto it directly (`cuMemAddressReserve`, `cuMemCreate` +
+//! `cuMemMap` per committed run, `cuMemUnmap` + `cuMemRelease` per decommitted run); the host backend models it.
+//!
+//! Invariants: a page is committed whenever a live allocation touches it; `page_users[p]` counts the live
+//! allocations touching page `p`; `empty_pages` holds exactly the committed pages with no user; every commit or
+//! decommit call covers one contiguous run of pages and counts as one driver operation.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
+
+use crate::device::{DeviceError, VirtualMemory};
+
+/// What a release policy sees when it decides how much empty committed memory to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeapState {
+    /// Bytes of committed pages.
+    pub committed_bytes: u64,
+    /// Bytes of committed pages no live allocation touches.
+    pub empty_bytes: u64,
+    /// Bytes of live allocations.
+    pub live_bytes: u64,
+    /// The most bytes ever committed at once.
+    pub peak_committed_bytes: u64,
+    /// Page size.
+    pub page_size: u64,
+}
+
+/// Decides how much empty committed memory a virtual heap keeps after a free. Keeping some avoids paying the
+/// driver again when the memory is reused soon; keeping too much wastes it.
+pub trait ReleasePolicy: Send + Sync + fmt::Debug {
+    /// Bytes of empty committed pages to keep; pages beyond that are decommitted.
+    fn retained_bytes(&self, state: &HeapState) -> u64;
+}
+
+/// Decommits every empty page at once: the least memory, the most driver calls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReleaseImmediately;
+
+impl ReleasePolicy for ReleaseImmediately {
+    fn retained_bytes(&self, _state: &HeapState) -> u64 {
+        0
+    }
+}
+
+/// Keeps up to a fixed number of bytes of empty pages, plus a fraction of the live bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct RetainEmpty {
+    /// Bytes always allowed to stay committed while empty.
+    pub bytes: u64,
+    /// Extra allowance per live byte (0.05 keeps 5 % of the live bytes as slack).
+    pub live_fraction: f64,
+}
+
+impl ReleasePolicy for RetainEmpty {
+    fn retained_bytes(&self, state: &HeapState) -> u64 {
+        self.bytes.saturating_add((state.live_bytes as f64 * self.live_fraction) as u64)
+    }
+}
+
+/// How the virtual heaps of an allocator are set up.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct VirtualHeapConfig {
+    /// Address space reserved per memory type; None: the type's heap size (rounded up to the page size).
+    pub reserve_size: Option<u64>,
+    /// Allocation granularity inside the heap (a power of two).
+    pub min_granularity: u64,
+    /// When empty pages are given back.
+    pub release: Arc<dyn ReleasePolicy>,
+}
+
+impl Default for VirtualHeapConfig {
+    /// The heap size reserved, 512-byte granularity (as PyTorch rounds), and up to 64 MiB plus 5 % of the live
+    /// bytes kept committed while empty.
+    fn default() -> VirtualHeapConfig {
+        VirtualHeapConfig {
+            reserve_size: None,
+            min_granularity: 512,
+            release: Arc::new(RetainEmpty { bytes: 64 << 20, live_fraction: 0.05 }),
+        }
+    }
+}
+
+impl VirtualHeapConfig {
+    /// Sets the reserved size.
+    pub fn with_reserve_size(mut self, bytes: u64) -> VirtualHeapConfig {
+        self.reserve_size = Some(bytes);
+        self
+    }
+
+    /// Sets the release policy.
+    pub fn with_release(mut self, release: Arc<dyn ReleasePolicy>) -> VirtualHeapConfig {
+        self.release = release;
+        self
+    }
+
+    /// Sets the allocation granularity.
+    pub fn with_min_granularity(mut self, granularity: u64) -> VirtualHeapConfig {
+        self.min_granularity = granularity;
+        self
+    }
+}
+
+/// A change of the heap's committed pages, for traces and placement logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageEvent {
+    /// `[offset, offset + size)` was committed (one driver operation).
+    Commit {
+        /// Start, in the heap's address range.
+        offset: u64,
+        /// Bytes.
+        size: u64,
+    },
+    /// `[offset, offset + size)` was decommitted (one driver operation).
+    Decommit {
+        /// Start, in the heap's address range.
+        offset: u64,
+        /// Bytes.
+        size: u64,
+    },
+}
+
+/// Counters of one virtual heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct VirtualHeapStats {
+    /// Bytes committed now.
+    pub committed_bytes: u64,
+    /// The most bytes committed at once.
+    pub peak_committed_bytes: u64,
+    /// Bytes of live allocations.
+    pub live_bytes: u64,
+    /// Committed pages with no live allocation.
+    pub empty_bytes: u64,
+    /// Commit calls (one contiguous run each).
+    pub commits: u64,
+    /// Decommit calls (one contiguous run each).
+    pub decommits: u64,
+    /// Live allocations.
+    pub allocations: u64,
+}
+
+/// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
+pub(crate) struct VirtualHeap<V: VirtualMemory> {
+    reservation: Option<V::Reservation>,
+    ranges: VirtualBlock<()>,
+    page_shift: u32,
+    page_users: Vec<u32>,
+    committed: Vec<bool>,
+    empty_pages: BTreeSet<u32>,
+    release: Arc<dyn ReleasePolicy>,
+    stats: VirtualHeapStats,
+    /// Page events since the last `take_events`, when recording is on.
+    events: Option<Vec<PageEvent>>,
+}
+
+impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VirtualHeap").field("stats", &self.stats).finish_non_exhaustive()
+    }
+}
+
+/// Where an allocation landed in a virtual heap.
+#[derive(Debug)]
+pub(crate) struct VirtualPlacement {
+    pub handle: Handle,
+    pub offset: u64,
+}
+
+impl<V: VirtualMemory> VirtualHeap<V> {
+    /// Reserves `size` bytes (rounded up to the page size) of address space for `memory_type`.
+    pub fn new(
+        vm: &V,
+        memory_type: u32,
+        size: u64,
+        page_size: u64,
+        config: &VirtualHeapConfig,
+    ) -> Result<VirtualHeap<V>, DeviceError> {
+        if !page_size.is_power_of_two() {
+            return Err(DeviceError::Unsupported("virtual memory page size is not a power of two"));
+        }
+        let size = size.max(page_size).next_multiple_of(page_size);
+        let pages = usize::try_from(size >> page_size.trailing_zeros())
+            .map_err(|_| DeviceError::Unsupported("reservation too large"))?;
+        let ranges = VirtualBlock::with_config(
+            VirtualBlockConfig::new(size).with_min_granularity(config.min_granularity),
+        )
+        .map_err(|_| DeviceError::Unsupported("invalid virtual heap granularity"))?;
+        // SAFETY: (1) `memory_type` is valid and the caller obtained `page_size` from `vm.granularity(memory_type)`,
+        // which therefore returned Some.
+        let reservation = unsafe { vm.reserve(memory_type, size)? };
+        Ok(VirtualHeap {
+            reservation: Some(reservation),
+            ranges,
+            page_shift: page_size.trailing_zeros(),
+            page_users: vec![0; pages],
+            committed: vec![false; pages],
+            empty_pages: BTreeSet::new(),
+            release: Arc::clone(&config.release),
+            stats: VirtualHeapStats::default(),
+            events: None,
+        })
+    }
+
+    pub fn stats(&self) -> VirtualHeapStats {
+        self.stats
+    }
+
+    /// Starts (or stops) recording page events.
+    pub fn record_events(&mut self, on: bool) {
+        self.events = on.then(Vec::new);
+    }
+
+    /// Page events recorded since the last call.
+    pub fn take_events(&mut self) -> Vec<PageEvent> {
+        self.events.as_mut().map(core::mem::take).unwrap_or_default()
+    }
+
+    fn page_size(&self) -> u64 {
+        1 << self.page_shift
+    }
+
+    /// Bytes the ranges hold for a request of `size`: rounded up to the heap's granularity.
+    fn span(&self, size: u64) -> u64 {
+        size.next_multiple_of(self.ranges.config().min_granularity)
+    }
+
+    /// Pages `[first, last]` touched by `[offset, offset + size)`.
+    fn pages(&self, offset: u64, size: u64) -> (usize, usize) {
+        ((offset >> self.page_shift) as usize, ((offset + size - 1) >> self.page_shift) as usize)
+    }
+
+    fn state(&self) -> HeapState {
+        HeapState {
+            committed_bytes: self.stats.committed_bytes,
+            empty_bytes: self.stats.empty_bytes,
+            live_bytes: self.stats.live_bytes,
+            peak_committed_bytes: self.stats.peak_committed_bytes,
+            page_size: self.page_size(),
+        }
+    }
+
+    /// Allocates `size` bytes and commits the pages it touches that are not committed yet.
+    pub fn allocate(
+        &mut self,
+        vm: &V,
+        size: u64,
+        alignment: u64,
+    ) -> Result<Option<VirtualPlacement>, DeviceError> {
+        let allocation = match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
+            Ok(allocation) => allocation,
+            Err(_) => return Ok(None),
+        };
+        let (first, last) = self.pages(allocation.offset, self.span(size));
+        if let Err(error) = self.commit_missing(vm, first, last) {
+            // Nothing is lost: the range goes back, and pages committed on the way stay as empty pages for the
+            // release policy.
+            let _ = self.ranges.free(allocation.handle);
+            self.release(vm);
+            return Err(error);
+        }
+        for page in first..=last {
+            if self.page_users[page] == 0 {
+                self.empty_pages.remove(&(page as u32));
+                self.stats.empty_bytes -= self.page_size();
+            }
+            self.page_users[page] += 1;
+        }
+        self.stats.live_bytes += size;
+        self.stats.allocations += 1;
+        Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
+    }
+
+    /// Commits every uncommitted page in `[first, last]`, one call per contiguous run. Pages committed here
+    /// enter as empty pages (the caller then takes them).
+    fn commit_missing(&mut self, vm: &V, first: usize, last: usize) -> Result<(), DeviceError> {
+        let mut page = first;
+        while page <= last {
+            if self.committed[page] {
+                page += 1;
+                continue;
+            }
+            let run_start = page;
+            while page <= last && !self.committed[page] {
+                page += 1;
+            }
+            let offset = (run_start as u64) << self.page_shift;
+            let size = ((page - run_start) as u64) << self.page_shift;
+            let Some(reservation) = self.reservation.as_ref() else {
+                return Err(DeviceError::Unsupported("virtual heap already released"));
+            };
+            // SAFETY: (1) the run is page-aligned (whole pages), inside the reservation (pages index it), and
+            // none of its pages is committed (checked just above under `&mut self`).
+            unsafe { vm.commit(reservation, offset, size)? };
+            for p in run_start..page {
+                self.committed[p] = true;
+                self.empty_pages.insert(p as u32);
+            }
+            self.stats.commits += 1;
+            self.stats.committed_bytes += size;
+            self.stats.empty_bytes += size;
+            self.stats.peak_committed_bytes = self.stats.peak_committed_bytes.max(self.stats.committed_bytes);
+            if let Some(events) = self.events.as_mut() {
+                events.push(PageEvent::Commit { offset, size });
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees an allocation; pages it leaves empty are given to the release policy.
+    pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
+        let offset = self.ranges.get(&handle)?.offset;
+        self.ranges.free(handle)?;
+        let (first, last) = self.pages(offset, self.span(size));
+        for page in first..=last {
+            self.page_users[page] -= 1;
+            if self.page_users[page] == 0 {
+                self.empty_pages.insert(page as u32);
+                self.stats.empty_bytes += self.page_size();
+            }
+        }
+        self.stats.live_bytes -= size;
+        self.stats.allocations -= 1;
+        self.release(vm);
+        Ok(())
+    }
+
+    /// Decommits empty pages beyond what the release policy keeps, highest addresses first, in contiguous runs.
+    fn release(&mut self, vm: &V) {
+        let keep = self.release.retained_bytes(&self.state());
+        while self.stats.empty_bytes > keep {
+            let Some(&last) = self.empty_pages.iter().next_back() else { break };
+            // Extend the run downwards while the pages below are empty too, but no further than needed.
+            let excess_pages = ((self.stats.empty_bytes - keep).div_ceil(self.page_size())) as u32;
+            let mut first = last;
+            while last - first + 1 < excess_pages && first > 0 && self.empty_pages.contains(&(first - 1)) {
+                first -= 1;
+            }
+            self.decommit_run(vm, first as usize, last as usize);
+        }
+    }
+
+    fn decommit_run(&mut self, vm: &V, first: usize, last: usize) {
+        let offset = (first as u64) << self.page_shift;
+        let size = ((last - first + 1) as u64) << self.page_shift;
+        if let Some(reservation) = self.reservation.as_ref() {
+            // SAFETY: (1) the run is whole pages inside the reservation; each page is committed and has no user
+            // (it is in `empty_pages`), so nothing uses its memory.
+            unsafe { vm.decommit(reservation, offset, size) };
+        }
+        for page in first..=last {
+            self.committed[page] = false;
+            self.empty_pages.remove(&(page as u32));
+        }
+        self.stats.decommits += 1;
+        self.stats.committed_bytes -= size;
+        self.stats.empty_bytes -= size;
+        if let Some(events) = self.events.as_mut() {
+            events.push(PageEvent::Decommit { offset, size });
+        }
+    }
+
+    /// Decommits every empty page; returns the bytes given back.
+    pub fn trim(&mut self, vm: &V) -> u64 {
+        let before = self.stats.committed_bytes;
+        while let Some(&last) = self.empty_pages.iter().next_back() {
+            let mut first = last;
+            while first > 0 && self.empty_pages.contains(&(first - 1)) {
+                first -= 1;
+            }
+            self.decommit_run(vm, first as usize, last as usize);
+        }
+        before - self.stats.committed_bytes
+    }
+
+    /// The host address of the heap's start (host memory only).
+    pub fn host_address(&self, vm: &V) -> Option<core::ptr::NonNull<u8>> {
+        self.reservation.as_ref().and_then(|reservation| vm.host_address(reservation))
+    }
+
+    /// Decommits everything and releases the reservation (live allocations or not).
+    pub fn destroy(&mut self, vm: &V) {
+        let mut page = 0;
+        while page < self.committed.len() {
+            if !self.committed[page] {
+                page += 1;
+                continue;
+            }
+            let start = page;
+            while page < self.committed.len() && self.committed[page] {
+                page += 1;
+            }
+            let offset = (start as u64) << self.page_shift;
+            let size = ((page - start) as u64) << self.page_shift;
+            if let Some(reservation) = self.reservation.as_ref() {
+                // SAFETY: (1) the run is whole committed pages inside the reservation; the heap is being
+                // destroyed with its allocator, whose contract is that nothing uses its memory any more.
+                unsafe { vm.decommit(reservation, offset, size) };
+            }
+            self.committed[start..page].iter_mut().for_each(|c| *c = false);
+        }
+        self.empty_pages.clear();
+        self.stats.committed_bytes = 0;
+        self.stats.empty_bytes = 0;
+        if let Some(reservation) = self.reservation.take() {
+            // SAFETY: (1) the reservation came from `vm`, is released once (taken out of the Option), and every
+            // committed page was decommitted just above.
+            unsafe { vm.release(reservation) };
+        }
+    }
+
+    /// Checks the page bookkeeping against the ranges (O(n)); for tests.
+    #[cfg(any(test, feature = "check"))]
+    pub fn check(&self) -> Result<(), memcarve_core::Violation> {
+        let fail = |what, offset| Err(memcarve_core::Violation { what, offset });
+        self.ranges.check()?;
+        let mut users = vec![0u32; self.page_users.len()];
+        for info in self.ranges.iter() {
+            let (first, last) = self.pages(info.offset, info.size);
+            users[first..=last].iter_mut().for_each(|count| *count += 1);
+            if self.committed[first..=last].contains(&false) {
+                return fail("a live allocation touches an uncommitted page", info.offset);
+            }
+        }
+        let mut empty = 0u64;
+        for (page, (&count, &committed)) in self.page_users.iter().zip(&self.committed).enumerate() {
+            if count != users[page] {
+                return fail(
+                    "page user count disagrees with the allocations",
+                    (page as u64) << self.page_shift,
+                );
+            }
+            if count > 0 && !committed {
+                return fail("page with users is not committed", (page as u64) << self.page_shift);
+            }
+            let is_empty = committed && count == 0;
+            if is_empty != self.empty_pages.contains(&(page as u32)) {
+                return fail("empty page set disagrees with the pages", (page as u64) << self.page_shift);
+            }
+            empty += u64::from(is_empty) << self.page_shift;
+        }
+        let committed = self.committed.iter().filter(|&&c| c).count() as u64;
+        if committed << self.page_shift != self.stats.committed_bytes || empty != self.stats.empty_bytes {
+            return fail("committed or empty bytes disagree with the pages", 0);
+        }
+        Ok(())
+    }
+}

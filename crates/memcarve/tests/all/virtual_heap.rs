@@ -1,0 +1,135 @@
+//! The virtual heap on the host backend: pages committed on demand, released by policy, every commit and
+//! decommit one driver operation; real host memory keeps each allocation's pattern; commit failures are clean.
+
+use std::sync::Arc;
+
+use memcarve::backends::host::{
+    FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
+};
+use memcarve::virtual_heap::{ReleaseImmediately, RetainEmpty};
+use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Error, MemoryLocation, VirtualHeapConfig};
+
+use crate::rng::Rng;
+
+const MIB: u64 = 1 << 20;
+
+fn virtual_allocator(
+    mode: HostMode,
+    heap: VirtualHeapConfig,
+) -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
+    let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), mode)));
+    let allocator =
+        Allocator::new(Arc::clone(&device), AllocatorConfig::default().with_virtual_heap(heap)).unwrap();
+    (device, allocator)
+}
+
+#[test]
+fn pages_are_committed_on_demand_and_released_by_policy() {
+    let config = VirtualHeapConfig::default().with_release(Arc::new(ReleaseImmediately));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = AllocationDesc::new("x", 3 * MIB, MemoryLocation::GpuOnly);
+    let a = allocator.allocate(&desc).unwrap();
+    let stats = allocator.virtual_heap_stats(a.memory_type()).unwrap();
+    assert_eq!((stats.committed_bytes, stats.commits), (4 * MIB, 1), "3 MiB touch two 2 MiB pages, one run");
+    let b = allocator.allocate(&desc).unwrap();
+    let stats = allocator.virtual_heap_stats(b.memory_type()).unwrap();
+    assert_eq!(stats.committed_bytes, 6 * MIB, "b shares a page with a and adds one");
+    assert_eq!(device.counters().commits, stats.commits);
+    allocator.check().unwrap();
+    allocator.free(a).unwrap();
+    let stats = allocator.virtual_heap_stats(b.memory_type()).unwrap();
+    assert_eq!(stats.committed_bytes, 4 * MIB, "the page only a used is gone, the shared one stays");
+    allocator.free(b).unwrap();
+    let stats = allocator.virtual_heap_stats(1).unwrap();
+    assert_eq!((stats.committed_bytes, stats.live_bytes), (0, 0));
+    assert_eq!(device.counters().committed_bytes, 0);
+    assert_eq!(device.counters().decommits, stats.decommits);
+    allocator.check().unwrap();
+}
+
+#[test]
+fn retained_empty_pages_are_reused_without_driver_calls() {
+    let config = VirtualHeapConfig::default()
+        .with_release(Arc::new(RetainEmpty { bytes: 64 * MIB, live_fraction: 0.0 }));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = AllocationDesc::new("x", 16 * MIB, MemoryLocation::GpuOnly);
+    for _ in 0..100 {
+        let a = allocator.allocate(&desc).unwrap();
+        allocator.free(a).unwrap();
+    }
+    assert_eq!(device.counters().commits, 1, "the same pages serve every round");
+    assert_eq!(device.counters().decommits, 0);
+    assert_eq!(allocator.trim_empty_blocks(), 0);
+    assert_eq!(device.counters().committed_bytes, 0, "trim decommits retained pages");
+    allocator.check().unwrap();
+}
+
+#[test]
+fn real_host_memory_keeps_every_pattern() {
+    let (_device, allocator) = virtual_allocator(
+        HostMode::Real,
+        VirtualHeapConfig::default().with_reserve_size(1 << 30).with_release(Arc::new(ReleaseImmediately)),
+    );
+    let mut rng = Rng::new(7);
+    let mut live = Vec::new();
+    for step in 0..4000u64 {
+        if live.is_empty() || rng.chance(55) {
+            let size = rng.log_uniform(1, 4 * MIB);
+            let desc =
+                AllocationDesc::new("p", size, MemoryLocation::GpuOnly).with_alignment(1 << rng.below(10));
+            let allocation = allocator.allocate(&desc).unwrap();
+            let ptr = allocator.virtual_address(&allocation).unwrap();
+            // SAFETY: the pointer is valid for `size` bytes while the allocation is live (host memory in real
+            // mode, committed by the allocation), and no other live allocation overlaps it.
+            unsafe { std::ptr::write_bytes(ptr.as_ptr(), (step % 251) as u8, size as usize) };
+            live.push((allocation, (step % 251) as u8));
+        } else {
+            let (allocation, pattern) = live.swap_remove(rng.below(live.len() as u64) as usize);
+            let ptr = allocator.virtual_address(&allocation).unwrap();
+            // SAFETY: as above; the allocation is still live here.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), allocation.size() as usize) };
+            assert!(bytes.iter().all(|&b| b == pattern), "pattern of a live allocation was overwritten");
+            allocator.free(allocation).unwrap();
+        }
+    }
+    allocator.check().unwrap();
+    for (allocation, _) in live {
+        allocator.free(allocation).unwrap();
+    }
+}
+
+#[test]
+fn commit_failures_are_clean_and_lose_nothing() {
+    let config = VirtualHeapConfig::default().with_release(Arc::new(ReleaseImmediately));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    device.set_faults(FaultInjection {
+        random_failure: Some(RandomFailure { probability: 0.5, seed: 3 }),
+        ..FaultInjection::default()
+    });
+    let mut rng = Rng::new(11);
+    let mut live = Vec::new();
+    let mut refused = 0;
+    for step in 0..20_000 {
+        if live.is_empty() || rng.chance(52) {
+            let desc = AllocationDesc::new("f", rng.log_uniform(1, 8 * MIB), MemoryLocation::GpuOnly);
+            match allocator.allocate(&desc) {
+                Ok(a) => live.push(a),
+                Err(Error::OutOfMemory { .. }) => refused += 1,
+                Err(other) => panic!("step {step}: {other}"),
+            }
+        } else {
+            allocator.free(live.swap_remove(rng.below(live.len() as u64) as usize)).unwrap();
+        }
+        if step % 500 == 0 {
+            allocator.check().unwrap();
+        }
+    }
+    assert!(refused > 0, "failures on both device-local types surface as out-of-memory");
+    assert!(allocator.counters().fallbacks > 0);
+    for a in live {
+        allocator.free(a).unwrap();
+    }
+    allocator.trim_empty_blocks();
+    allocator.check().unwrap();
+    assert_eq!(device.counters().committed_bytes, 0, "every committed page came back");
+}
