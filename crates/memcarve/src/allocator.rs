@@ -374,7 +374,7 @@ impl<D: Device> Allocator<D> {
 
     /// Every memory type that could serve `desc`, best first, with the reasons.
     pub fn rank_memory_types(&self, desc: &AllocationDesc<'_>) -> Result<RankedTypes> {
-        rank_memory_types(&self.properties, &self.device.heap_budgets(), desc)
+        rank_memory_types(&self.properties, Some(&self.device.heap_budgets()), desc)
     }
 
     /// The memory type `desc` would go to first, with the reasons (type, heap, flags, score, budget room).
@@ -398,6 +398,18 @@ impl<D: Device> Allocator<D> {
         }
         if !desc.alignment.is_power_of_two() {
             return Err(Error::InvalidAlignment { alignment: desc.alignment });
+        }
+        // Fast path: memory already committed in the best type's pool needs no budget (and no device query).
+        let by_flags = rank_memory_types(&self.properties, None, desc)?;
+        if let Some(best) = by_flags.first()
+            && desc.dedicated == Dedicated::No
+            && desc.size < self.config.dedicated_threshold
+            && self.config.virtual_heap.is_none()
+        {
+            let mut pool = lock(self.pool(best.memory_type, desc.class));
+            if let Some(placement) = pool.place(desc.size, desc.alignment) {
+                return Ok(self.pooled(desc, best.memory_type, placement));
+            }
         }
         let ranked = self.rank_memory_types(desc)?;
         let mut largest_limit = 0;

@@ -265,10 +265,11 @@ impl RankedTypes {
     }
 }
 
-/// Ranks every memory type that can serve `desc`. `budgets` are the heaps' current usage and budget.
+/// Ranks every memory type that can serve `desc`. `budgets` are the heaps' current usage and budget; with
+/// None every heap counts as having room (the ranking by flags alone, for reusing memory already committed).
 pub fn rank_memory_types(
     properties: &MemoryProperties,
-    budgets: &[HeapBudget],
+    budgets: Option<&[HeapBudget]>,
     desc: &AllocationDesc<'_>,
 ) -> Result<RankedTypes> {
     let (required, preferred, avoided) = desc.options.effective_flags();
@@ -285,8 +286,10 @@ pub fn rank_memory_types(
             continue;
         }
         let heap = memory_type.heap_index;
-        let budget = budgets.get(heap as usize).copied().unwrap_or_default();
-        let within_budget = budget.usage.saturating_add(desc.size) <= budget.budget;
+        let within_budget = budgets.is_none_or(|budgets| {
+            let budget = budgets.get(heap as usize).copied().unwrap_or_default();
+            budget.usage.saturating_add(desc.size) <= budget.budget
+        });
         let unasked = flags - required - preferred - avoided;
         let score = 4 * weight(flags & preferred) - 4 * weight(flags & avoided) - weight(unasked);
         ranked.choices[ranked.len] =
@@ -335,7 +338,7 @@ mod tests {
     }
 
     fn order(desc: &AllocationDesc<'_>, budgets: &[HeapBudget]) -> Vec<u32> {
-        rank_memory_types(&discrete(), budgets, desc).unwrap().iter().map(|c| c.memory_type).collect()
+        rank_memory_types(&discrete(), Some(budgets), desc).unwrap().iter().map(|c| c.memory_type).collect()
     }
 
     #[test]
@@ -354,7 +357,7 @@ mod tests {
     fn required_flags_and_type_bits_are_never_relaxed() {
         let desc = AllocationDesc::new("x", 1 << 20, MemoryLocation::GpuOnly).with_memory_type_bits(0b0_1100);
         assert_eq!(
-            rank_memory_types(&discrete(), &roomy(), &desc).map(|r| r.len()),
+            rank_memory_types(&discrete(), Some(&roomy()), &desc).map(|r| r.len()),
             Err(Error::NoCompatibleMemoryType)
         );
         let host_only =
@@ -374,7 +377,7 @@ mod tests {
         let full_device = vec![HeapBudget { usage: 119 << 30, budget: 120 << 30 }, roomy()[1]];
         let upload = AllocationDesc::new("x", 2 << 30, MemoryLocation::CpuToGpu);
         assert_eq!(order(&upload, &full_device)[0], 2, "PreferWithin moves the host heap ahead");
-        let ranked = rank_memory_types(&discrete(), &full_device, &upload).unwrap();
+        let ranked = rank_memory_types(&discrete(), Some(&full_device), &upload).unwrap();
         assert!(!ranked.iter().find(|c| c.memory_type == 4).unwrap().within_budget);
         let mut ignore = upload;
         ignore.options = ignore.options.with_budget(BudgetPolicy::Ignore);
