@@ -7,6 +7,7 @@
 //! blocks nobody. Invariant: every live device block is owned by exactly one pool slot or dedicated slot, and is
 //! destroyed exactly once (when empty and trimmed, when freed if dedicated, or when the allocator drops).
 
+use core::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -14,6 +15,7 @@ use memcarve_core::{Handle, ResourceClass};
 
 use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags, VirtualMemory};
 use crate::error::{Error, Result};
+use crate::mapping::{MappedAllocation, MappedPtr, Mapping, atom_range, check_range};
 use crate::policy::{
     AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, rank_memory_types,
 };
@@ -75,6 +77,9 @@ pub struct AllocatorConfig {
     /// Serve requests from one virtual heap per memory type instead of blocks, on devices with virtual memory
     /// (CUDA; the host backend models it). Dedicated requests still get blocks of their own.
     pub virtual_heap: Option<VirtualHeapConfig>,
+    /// Map every block of a host-visible memory type when it is created and keep it mapped, so that mapping an
+    /// allocation is only pointer arithmetic (VMA's persistent mapping). Off by default.
+    pub persistent_mapping: bool,
 }
 
 impl Default for AllocatorConfig {
@@ -85,6 +90,7 @@ impl Default for AllocatorConfig {
             dedicated_threshold: 128 * MIB,
             max_empty_blocks_per_pool: 1,
             virtual_heap: None,
+            persistent_mapping: false,
         }
     }
 }
@@ -111,6 +117,12 @@ impl AllocatorConfig {
     /// Serves requests from virtual heaps (see [`AllocatorConfig::virtual_heap`]).
     pub fn with_virtual_heap(mut self, config: VirtualHeapConfig) -> AllocatorConfig {
         self.virtual_heap = Some(config);
+        self
+    }
+
+    /// Keeps host-visible blocks mapped for their whole life.
+    pub fn with_persistent_mapping(mut self, persistent: bool) -> AllocatorConfig {
+        self.persistent_mapping = persistent;
         self
     }
 
@@ -256,6 +268,7 @@ struct AtomicCounters {
 #[derive(Debug)]
 struct DedicatedBlock<B> {
     block: B,
+    mapping: Option<Mapping>,
     memory_type: u32,
     size: u64,
     generation: u32,
@@ -268,6 +281,23 @@ struct DedicatedBlocks<B> {
 }
 
 static NEXT_ALLOCATOR_ID: AtomicU32 = AtomicU32::new(1);
+
+/// Takes a hold on a block's mapping, mapping it first if nobody holds it; returns the block's address.
+fn acquire_mapping<D: Device>(
+    device: &D,
+    block: &D::Block,
+    mapping: &mut Option<Mapping>,
+) -> Result<NonNull<u8>> {
+    if let Some(state) = mapping.as_mut() {
+        state.users += 1;
+        return Ok(state.ptr.0);
+    }
+    // SAFETY: (1) the caller checked that the block's type is host-visible; the block is not mapped, since
+    // `mapping` is None and every mapping of it is recorded there under the lock the caller holds.
+    let ptr = unsafe { device.map(block)? };
+    *mapping = Some(Mapping { ptr: MappedPtr(ptr), users: 1, persistent: false });
+    Ok(ptr)
+}
 
 /// Device out-of-memory becomes the allocator's recoverable [`Error::OutOfMemory`]; the rest pass through.
 fn device_error(error: DeviceError) -> Error {
@@ -486,13 +516,20 @@ impl<D: Device> Allocator<D> {
         }
         let block_size = block_size.min(self.properties.limits.max_allocation_size);
         let block = self.create_block(BlockDesc::new(memory_type, block_size), self.heap_of(memory_type))?;
+        let mapping = match self.persistent_mapping_for(memory_type, &block) {
+            Ok(mapping) => mapping,
+            Err(error) => {
+                self.destroy_block(block, None);
+                return Err(error);
+            }
+        };
 
         let mut pool = lock(self.pool(memory_type, desc.class));
-        let index = match pool.add_block(block, block_size, class_granularity) {
+        let index = match pool.add_block(block, block_size, class_granularity, mapping) {
             Ok(index) => index,
-            Err(block) => {
+            Err((block, mapping)) => {
                 drop(pool);
-                self.destroy_block(block);
+                self.destroy_block(block, mapping);
                 return Err(Error::InvalidConfig { reason: "block size not usable by the core" });
             }
         };
@@ -624,7 +661,8 @@ impl<D: Device> Allocator<D> {
             }
         };
         let generation = dedicated.generations[slot];
-        dedicated.slots[slot] = Some(DedicatedBlock { block, memory_type, size: desc.size, generation });
+        dedicated.slots[slot] =
+            Some(DedicatedBlock { block, mapping: None, memory_type, size: desc.size, generation });
         Ok(Allocation {
             raw: RawAllocation {
                 allocator: self.id,
@@ -678,7 +716,27 @@ impl<D: Device> Allocator<D> {
             .is_ok()
     }
 
-    fn destroy_block(&self, block: D::Block) {
+    /// Maps a new block for good when persistent mapping is on and its type is host-visible.
+    fn persistent_mapping_for(&self, memory_type: u32, block: &D::Block) -> Result<Option<Mapping>> {
+        if !self.config.persistent_mapping || !self.is_host_visible(memory_type) {
+            return Ok(None);
+        }
+        // SAFETY: (1) `block` was just created by this device from a host-visible type and nobody has mapped it.
+        let ptr = unsafe { self.device.map(block)? };
+        Ok(Some(Mapping { ptr: MappedPtr(ptr), users: 0, persistent: true }))
+    }
+
+    fn is_host_visible(&self, memory_type: u32) -> bool {
+        self.properties.types[memory_type as usize].flags.contains(MemoryPropertyFlags::HOST_VISIBLE)
+    }
+
+    fn destroy_block(&self, block: D::Block, mapping: Option<Mapping>) {
+        if mapping.is_some() {
+            // SAFETY: (1) the block is mapped (it has a mapping) and is about to be destroyed: no guard borrows an
+            // allocation in it (guards keep allocations alive, and the block holds none or the allocator is being
+            // dropped, which needs no guard to be alive).
+            unsafe { self.device.unmap(&block) };
+        }
         // SAFETY: (1) every block handed here was created by `self.device` and was just removed from the one
         // pool or dedicated slot that owned it, so it is destroyed once. (2) Pools give up only empty blocks and
         // a dedicated block goes when its one allocation is freed; at drop, live allocations can no longer reach
@@ -701,7 +759,7 @@ impl<D: Device> Allocator<D> {
                 pool.take_empty_blocks(0)
             };
             destroyed += blocks.len();
-            blocks.into_iter().for_each(|block| self.destroy_block(block));
+            blocks.into_iter().for_each(|(block, mapping)| self.destroy_block(block, mapping));
         }
         if destroyed > 0 && heap.is_some() {
             self.counters.reclaims.fetch_add(1, Ordering::Relaxed);
@@ -748,7 +806,7 @@ impl<D: Device> Allocator<D> {
                         Vec::new()
                     }
                 };
-                to_destroy.into_iter().for_each(|block| self.destroy_block(block));
+                to_destroy.into_iter().for_each(|(block, mapping)| self.destroy_block(block, mapping));
                 Ok(())
             }
             Place::Virtual { handle } => {
@@ -774,7 +832,7 @@ impl<D: Device> Allocator<D> {
                     dedicated.slots[slot as usize].take()
                 };
                 if let Some(entry) = entry {
-                    self.destroy_block(entry.block);
+                    self.destroy_block(entry.block, entry.mapping);
                 }
                 Ok(())
             }
@@ -804,6 +862,131 @@ impl<D: Device> Allocator<D> {
                 }
             }
         }
+    }
+
+    /// Maps an allocation for host access. The block's mapping is shared by every mapped allocation in it and
+    /// released when the last guard drops (unless persistent). Device-only memory is an
+    /// [`Error::NotHostVisible`]; simulated host memory an [`Error::Device`].
+    pub fn map<'a>(&'a self, allocation: &'a Allocation) -> Result<MappedAllocation<'a, D>> {
+        let raw = &allocation.raw;
+        self.check_owner(raw)?;
+        if !self.is_host_visible(raw.memory_type) {
+            return Err(Error::NotHostVisible { memory_type: raw.memory_type });
+        }
+        let base = match raw.place {
+            Place::Pooled { block, generation, .. } => {
+                let mut pool = lock(self.pool(raw.memory_type, raw.class));
+                let entry = pool.block_mut(block, generation).ok_or(Error::DoubleFree)?;
+                // Mapping is a quick driver call (no allocation), made under the pool lock so that two threads
+                // never map one block twice.
+                acquire_mapping(&self.device, &entry.block, &mut entry.mapping)?
+            }
+            Place::Dedicated { slot, generation } => {
+                let mut dedicated = lock(&self.dedicated);
+                match dedicated.slots.get_mut(slot as usize) {
+                    Some(Some(entry)) if entry.generation == generation => {
+                        acquire_mapping(&self.device, &entry.block, &mut entry.mapping)?
+                    }
+                    _ => return Err(Error::DoubleFree),
+                }
+            }
+            Place::Virtual { .. } => {
+                let ptr = self.virtual_address(allocation).ok_or(Error::Device(DeviceError::Unsupported(
+                    "this virtual heap has no host address (simulated or device memory)",
+                )))?;
+                return Ok(MappedAllocation { allocator: self, allocation, ptr: MappedPtr(ptr) });
+            }
+        };
+        // The allocation lies inside its block, so the sum stays inside the mapping.
+        let ptr = NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize)).ok_or(Error::DoubleFree)?;
+        Ok(MappedAllocation { allocator: self, allocation, ptr: MappedPtr(ptr) })
+    }
+
+    /// Drops one guard's hold on its block's mapping.
+    pub(crate) fn release_mapping(&self, allocation: &Allocation) {
+        let raw = &allocation.raw;
+        let release = |block: &D::Block, mapping: &mut Option<Mapping>| {
+            if let Some(state) = mapping.as_mut() {
+                state.users = state.users.saturating_sub(1);
+                if state.users == 0 && !state.persistent {
+                    *mapping = None;
+                    // SAFETY: (1) the block is mapped and this was the last guard on it; no pointer into the
+                    // mapping outlives the guard being dropped.
+                    unsafe { self.device.unmap(block) };
+                }
+            }
+        };
+        match raw.place {
+            Place::Pooled { block, generation, .. } => {
+                let mut pool = lock(self.pool(raw.memory_type, raw.class));
+                if let Some(entry) = pool.block_mut(block, generation) {
+                    release(&entry.block, &mut entry.mapping);
+                }
+            }
+            Place::Dedicated { slot, generation } => {
+                let mut dedicated = lock(&self.dedicated);
+                if let Some(Some(entry)) = dedicated.slots.get_mut(slot as usize)
+                    && entry.generation == generation
+                {
+                    release(&entry.block, &mut entry.mapping);
+                }
+            }
+            Place::Virtual { .. } => {}
+        }
+    }
+
+    /// Flush (`true`) or invalidate (`false`) for a mapped allocation; see [`MappedAllocation::flush`].
+    pub(crate) fn flush_or_invalidate(
+        &self,
+        allocation: &Allocation,
+        offset: u64,
+        size: u64,
+        flush: bool,
+    ) -> Result<()> {
+        let raw = &allocation.raw;
+        check_range(offset, size, raw.size)?;
+        let flags = self.properties.types[raw.memory_type as usize].flags;
+        if flags.contains(MemoryPropertyFlags::HOST_COHERENT) || size == 0 {
+            return Ok(());
+        }
+        let atom = self.properties.limits.non_coherent_atom_size;
+        let call = |block: &D::Block, block_size: u64| {
+            let (start, end) = atom_range(raw.offset, offset, size, atom, block_size);
+            // SAFETY: (1) the block is mapped (the caller holds a guard on this allocation); the range is rounded
+            // to the atom size, or reaches the end of the block, and lies inside it (clipped to `block_size`).
+            unsafe {
+                if flush {
+                    self.device.flush(block, start, end - start)
+                } else {
+                    self.device.invalidate(block, start, end - start)
+                }
+            }
+        };
+        match raw.place {
+            Place::Pooled { block, generation, .. } => {
+                let pool = lock(self.pool(raw.memory_type, raw.class));
+                let entry = pool.block(block, generation).ok_or(Error::DoubleFree)?;
+                Ok(call(&entry.block, entry.size)?)
+            }
+            Place::Dedicated { slot, generation } => {
+                let dedicated = lock(&self.dedicated);
+                match dedicated.slots.get(slot as usize) {
+                    Some(Some(entry)) if entry.generation == generation => {
+                        Ok(call(&entry.block, entry.size)?)
+                    }
+                    _ => Err(Error::DoubleFree),
+                }
+            }
+            // Virtual heaps on non-coherent memory are not supported yet; host memory is coherent.
+            Place::Virtual { .. } => Ok(()),
+        }
+    }
+
+    fn check_owner(&self, raw: &RawAllocation) -> Result<()> {
+        if raw.allocator != self.id || raw.memory_type as usize >= self.properties.types.len() {
+            return Err(Error::ForeignAllocation);
+        }
+        Ok(())
     }
 
     /// Cumulative counters.
@@ -885,13 +1068,15 @@ impl<D: Device> Allocator<D> {
 
 impl<D: Device> Drop for Allocator<D> {
     fn drop(&mut self) {
-        let mut blocks: Vec<D::Block> = Vec::new();
+        let mut blocks: Vec<(D::Block, Option<Mapping>)> = Vec::new();
         for pool in &self.pools {
             blocks.extend(lock(pool).take_all_blocks());
         }
-        blocks.extend(lock(&self.dedicated).slots.drain(..).flatten().map(|entry| entry.block));
-        for block in blocks {
-            self.destroy_block(block);
+        blocks.extend(
+            lock(&self.dedicated).slots.drain(..).flatten().map(|entry| (entry.block, entry.mapping)),
+        );
+        for (block, mapping) in blocks {
+            self.destroy_block(block, mapping);
         }
         if let Some(vm) = self.device.virtual_memory() {
             for heap in &self.heaps {

@@ -45,6 +45,22 @@ pub enum Error {
     /// The allocation was made by another allocator.
     #[error("allocation belongs to another allocator")]
     ForeignAllocation,
+    /// The allocation's memory type is not host-visible, so it cannot be mapped.
+    #[error("memory type {memory_type} is not host-visible")]
+    NotHostVisible {
+        /// The memory type.
+        memory_type: u32,
+    },
+    /// A range lies outside the allocation.
+    #[error("range [{offset}, +{size}) lies outside the allocation of {len} bytes")]
+    OutOfBounds {
+        /// Start of the range, relative to the allocation.
+        offset: u64,
+        /// Bytes in the range.
+        size: u64,
+        /// The allocation's size.
+        len: u64,
+    },
     /// A configuration value is invalid.
     #[error("invalid configuration: {reason}")]
     InvalidConfig {

@@ -26,6 +26,7 @@ mod allocator;
 pub mod backends;
 pub mod device;
 mod error;
+mod mapping;
 pub mod policy;
 mod pool;
 pub mod virtual_heap;
@@ -35,6 +36,7 @@ pub use allocator::{
 };
 pub use device::{Device, MemoryPropertyFlags};
 pub use error::{Error, Result};
+pub use mapping::MappedAllocation;
 pub use policy::{
     AllocationDesc, AllocationOptions, BudgetPolicy, Dedicated, MemoryLocation, MemoryTypeChoice, Usage,
 };

@@ -7,6 +7,8 @@
 
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 
+use crate::mapping::Mapping;
+
 /// One device block and its sub-allocator.
 #[derive(Debug)]
 pub(crate) struct PoolBlock<B> {
@@ -15,6 +17,8 @@ pub(crate) struct PoolBlock<B> {
     pub size: u64,
     /// Changes whenever the slot is reused for another block, so handles into an old block are recognised.
     pub generation: u32,
+    /// The block's host mapping, while any allocation in it is mapped (or for good, if persistent).
+    pub mapping: Option<Mapping>,
 }
 
 /// Where a placed request landed.
@@ -83,11 +87,17 @@ impl<B> Pool<B> {
     }
 
     /// Adds a new (empty) block and returns its slot index.
-    pub fn add_block(&mut self, block: B, size: u64, class_granularity: u64) -> Result<u32, B> {
+    pub fn add_block(
+        &mut self,
+        block: B,
+        size: u64,
+        class_granularity: u64,
+        mapping: Option<Mapping>,
+    ) -> Result<u32, (B, Option<Mapping>)> {
         let config = VirtualBlockConfig::new(size).with_class_granularity(class_granularity.max(1));
         let ranges = match VirtualBlock::with_config(config) {
             Ok(ranges) => ranges,
-            Err(_) => return Err(block),
+            Err(_) => return Err((block, mapping)),
         };
         let index = match self.blocks.iter().position(Option::is_none) {
             Some(index) => index,
@@ -98,7 +108,7 @@ impl<B> Pool<B> {
             }
         };
         let generation = self.slot_generations[index];
-        self.blocks[index] = Some(PoolBlock { block, ranges, size, generation });
+        self.blocks[index] = Some(PoolBlock { block, ranges, size, generation, mapping });
         self.empty_blocks += 1;
         self.committed_bytes += size;
         Ok(index as u32)
@@ -142,7 +152,7 @@ impl<B> Pool<B> {
 
     /// Removes up to `keep_at_most`-exceeding empty blocks (all of them with 0), returning the device blocks to
     /// destroy. The newest empty blocks are kept: they are the largest.
-    pub fn take_empty_blocks(&mut self, keep_at_most: usize) -> Vec<B> {
+    pub fn take_empty_blocks(&mut self, keep_at_most: usize) -> Vec<(B, Option<Mapping>)> {
         let mut taken = Vec::new();
         let mut kept = 0;
         for index in (0..self.blocks.len()).rev() {
@@ -158,18 +168,18 @@ impl<B> Pool<B> {
                 self.slot_generations[index] = entry.generation.wrapping_add(1);
                 self.empty_blocks -= 1;
                 self.committed_bytes -= entry.size;
-                taken.push(entry.block);
+                taken.push((entry.block, entry.mapping));
             }
         }
         taken
     }
 
     /// Removes every block (for the allocator's drop), live allocations or not.
-    pub fn take_all_blocks(&mut self) -> Vec<B> {
+    pub fn take_all_blocks(&mut self) -> Vec<(B, Option<Mapping>)> {
         self.empty_blocks = 0;
         self.committed_bytes = 0;
         self.used_bytes = 0;
-        self.blocks.drain(..).flatten().map(|entry| entry.block).collect()
+        self.blocks.drain(..).flatten().map(|entry| (entry.block, entry.mapping)).collect()
     }
 
     /// Live blocks with their sub-allocators.
@@ -179,6 +189,14 @@ impl<B> Pool<B> {
             .iter()
             .enumerate()
             .filter_map(|(index, slot)| slot.as_ref().map(|entry| (index as u32, entry)))
+    }
+
+    /// The device block at `index`, if live and of `generation`, for changes to its mapping.
+    pub fn block_mut(&mut self, index: u32, generation: u32) -> Option<&mut PoolBlock<B>> {
+        match self.blocks.get_mut(index as usize) {
+            Some(Some(entry)) if entry.generation == generation => Some(entry),
+            _ => None,
+        }
     }
 
     /// The device block at `index`, if live and of `generation`.

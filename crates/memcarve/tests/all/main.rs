@@ -4,6 +4,7 @@
 
 mod basics;
 mod faults;
+mod mapping;
 mod patterns;
 mod randomized;
 mod rng;

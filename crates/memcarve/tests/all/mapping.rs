@@ -1,0 +1,118 @@
+//! Mapping: shared block mappings with a reference count, bounds-checked access, flush and invalidate rounded
+//! to the atom size, and the typed errors for memory that cannot be mapped or ranges outside the allocation.
+
+use std::sync::Arc;
+
+use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Dedicated, Error, MemoryLocation};
+
+fn real(profile: MemoryProfile, config: AllocatorConfig) -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
+    let device = Arc::new(HostDevice::new(HostConfig::new(profile, HostMode::Real)));
+    let allocator = Allocator::new(Arc::clone(&device), config).unwrap();
+    (device, allocator)
+}
+
+#[test]
+fn allocations_in_one_block_share_one_mapping() {
+    let (device, allocator) = real(MemoryProfile::discrete(), AllocatorConfig::default());
+    let desc = AllocationDesc::new("upload", 1000, MemoryLocation::CpuToGpu);
+    let a = allocator.allocate(&desc).unwrap();
+    let b = allocator.allocate(&desc).unwrap();
+    assert_eq!(a.block_key(), b.block_key());
+    let map_a = allocator.map(&a).unwrap();
+    let map_b = allocator.map(&b).unwrap();
+    let map_a_again = allocator.map(&a).unwrap();
+    assert_eq!(device.counters().maps, 1, "one device mapping for the block");
+    map_a.write(0, b"hello").unwrap();
+    let mut out = [0u8; 5];
+    map_a_again.read(0, &mut out).unwrap();
+    assert_eq!(&out, b"hello");
+    map_b.copy_from_slice(&[7; 1000]).unwrap();
+    map_a.read(0, &mut out).unwrap();
+    assert_eq!(&out, b"hello", "b's writes stay in b");
+    drop((map_a, map_a_again));
+    assert_eq!(device.counters().unmaps, 0, "still held by b's guard");
+    drop(map_b);
+    assert_eq!(device.counters().unmaps, 1);
+    allocator.free(a).unwrap();
+    allocator.free(b).unwrap();
+}
+
+#[test]
+fn unmappable_memory_and_bad_ranges_are_typed_errors() {
+    let (_, allocator) = real(MemoryProfile::discrete(), AllocatorConfig::default());
+    let gpu = allocator.allocate(&AllocationDesc::new("gpu", 64, MemoryLocation::GpuOnly)).unwrap();
+    assert_eq!(allocator.map(&gpu).unwrap_err(), Error::NotHostVisible { memory_type: 1 });
+    let upload = allocator.allocate(&AllocationDesc::new("upload", 64, MemoryLocation::CpuToGpu)).unwrap();
+    let mapped = allocator.map(&upload).unwrap();
+    assert_eq!(mapped.write(60, &[0; 5]).unwrap_err(), Error::OutOfBounds { offset: 60, size: 5, len: 64 });
+    assert_eq!(
+        mapped.read(64, &mut [0; 1]).unwrap_err(),
+        Error::OutOfBounds { offset: 64, size: 1, len: 64 }
+    );
+    assert_eq!(mapped.flush(0, 65).unwrap_err(), Error::OutOfBounds { offset: 0, size: 65, len: 64 });
+    assert!(mapped.invalidate(u64::MAX, 2).is_err(), "overflowing ranges are errors, not panics");
+    drop(mapped);
+    allocator.free(gpu).unwrap();
+    allocator.free(upload).unwrap();
+
+    let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
+    let simulated = Allocator::new(device, AllocatorConfig::default()).unwrap();
+    let upload = simulated.allocate(&AllocationDesc::new("upload", 64, MemoryLocation::CpuToGpu)).unwrap();
+    assert!(
+        matches!(simulated.map(&upload).unwrap_err(), Error::Device(_)),
+        "simulated memory cannot be mapped"
+    );
+    simulated.free(upload).unwrap();
+}
+
+#[test]
+fn flushes_round_to_the_atom_on_non_coherent_memory_and_skip_coherent_memory() {
+    let (device, allocator) = real(MemoryProfile::non_coherent(), AllocatorConfig::default());
+    let desc = AllocationDesc::new("upload", 1000, MemoryLocation::CpuToGpu);
+    let first = allocator.allocate(&desc).unwrap();
+    let second = allocator.allocate(&desc).unwrap();
+    assert_ne!(second.offset() % 256, 0, "the second allocation starts inside an atom");
+    let mapped = allocator.map(&second).unwrap();
+    // The host backend refuses flushes not rounded to the atom: success shows the rounding happened.
+    mapped.flush(3, 10).unwrap();
+    mapped.invalidate(0, 1000).unwrap();
+    assert_eq!((device.counters().flushes, device.counters().invalidates), (1, 1));
+    drop(mapped);
+    allocator.free(first).unwrap();
+    allocator.free(second).unwrap();
+
+    let (device, allocator) = real(MemoryProfile::discrete(), AllocatorConfig::default());
+    let coherent = allocator.allocate(&desc).unwrap();
+    let mapped = allocator.map(&coherent).unwrap();
+    mapped.flush(0, 1000).unwrap();
+    assert_eq!(device.counters().flushes, 0, "coherent memory needs no flush");
+    drop(mapped);
+    allocator.free(coherent).unwrap();
+}
+
+#[test]
+fn dedicated_and_persistent_mappings() {
+    let config = AllocatorConfig::default().with_persistent_mapping(true);
+    let (device, allocator) = real(MemoryProfile::discrete(), config);
+    let pooled = allocator.allocate(&AllocationDesc::new("p", 4096, MemoryLocation::CpuToGpu)).unwrap();
+    assert_eq!(device.counters().maps, 1, "mapped when the block was created");
+    drop(allocator.map(&pooled).unwrap());
+    assert_eq!(
+        (device.counters().maps, device.counters().unmaps),
+        (1, 0),
+        "persistent: no map or unmap per use"
+    );
+    let dedicated = allocator
+        .allocate(
+            &AllocationDesc::new("d", 4096, MemoryLocation::CpuToGpu).with_dedicated(Dedicated::Required),
+        )
+        .unwrap();
+    let mapped = allocator.map(&dedicated).unwrap();
+    mapped.write(4095, &[1]).unwrap();
+    drop(mapped);
+    allocator.free(dedicated).unwrap();
+    allocator.free(pooled).unwrap();
+    allocator.trim_empty_blocks();
+    assert_eq!(device.counters().maps, device.counters().unmaps, "destroyed blocks were unmapped first");
+}
