@@ -58,6 +58,6 @@ fn main() -> Result<(), memcarve::Error> {
         allocator.free(allocation)?;
     }
     println!("freed everything; trimmed {} cached empty blocks", allocator.trim_empty_blocks());
-    println!("counters: {:?}", allocator.counters());
+    println!("diagnostics: {:?}", allocator.diagnostics());
     Ok(())
 }

@@ -9,11 +9,14 @@
 
 use core::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use memcarve_core::{Handle, ResourceClass};
 
 use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags, VirtualMemory};
+use crate::diagnostics::{
+    AllocatorStats, DeviceMemoryCallbacks, Diagnostics, Event, EventKind, EventRing, MemoryStats,
+};
 use crate::error::{Error, Result};
 use crate::mapping::{MappedAllocation, MappedPtr, Mapping, atom_range, check_range};
 use crate::policy::{
@@ -80,6 +83,10 @@ pub struct AllocatorConfig {
     /// Map every block of a host-visible memory type when it is created and keep it mapped, so that mapping an
     /// allocation is only pointer arithmetic (VMA's persistent mapping). Off by default.
     pub persistent_mapping: bool,
+    /// Events kept in the event ring ([`Allocator::events`]); 0 (the default) records nothing and costs nothing.
+    pub event_capacity: usize,
+    /// Hooks called whenever a device block is created or destroyed.
+    pub callbacks: Option<Arc<dyn DeviceMemoryCallbacks>>,
 }
 
 impl Default for AllocatorConfig {
@@ -91,6 +98,8 @@ impl Default for AllocatorConfig {
             max_empty_blocks_per_pool: 1,
             virtual_heap: None,
             persistent_mapping: false,
+            event_capacity: 0,
+            callbacks: None,
         }
     }
 }
@@ -123,6 +132,18 @@ impl AllocatorConfig {
     /// Keeps host-visible blocks mapped for their whole life.
     pub fn with_persistent_mapping(mut self, persistent: bool) -> AllocatorConfig {
         self.persistent_mapping = persistent;
+        self
+    }
+
+    /// Sets the event ring's capacity.
+    pub fn with_event_capacity(mut self, capacity: usize) -> AllocatorConfig {
+        self.event_capacity = capacity;
+        self
+    }
+
+    /// Installs device-memory callbacks.
+    pub fn with_callbacks(mut self, callbacks: Arc<dyn DeviceMemoryCallbacks>) -> AllocatorConfig {
+        self.callbacks = Some(callbacks);
         self
     }
 
@@ -240,29 +261,49 @@ impl Allocation {
     }
 }
 
-/// Cumulative counters (the full diagnostics arrive with observability).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Counters {
-    /// Device blocks created.
-    pub blocks_created: u64,
-    /// Device blocks destroyed.
-    pub blocks_destroyed: u64,
-    /// Requests that moved on to a lower-ranked memory type after the better one ran out.
-    pub fallbacks: u64,
-    /// Times empty cached blocks were reclaimed because the device ran out of memory.
-    pub reclaims: u64,
-    /// Requests refused.
-    pub failures: u64,
-}
-
+/// The allocator's counters, kept as atomics so that no lock is shared between pools.
 #[derive(Debug, Default)]
-struct AtomicCounters {
-    blocks_created: AtomicU64,
-    blocks_destroyed: AtomicU64,
+struct AtomicDiagnostics {
+    block_creations: AtomicU64,
+    block_destructions: AtomicU64,
+    block_reuses: AtomicU64,
     fallbacks: AtomicU64,
     reclaims: AtomicU64,
     failures: AtomicU64,
+    live_allocations: AtomicU64,
+    live_bytes: AtomicU64,
+    committed_bytes: AtomicU64,
+    peak_live_allocations: AtomicU64,
+    peak_live_bytes: AtomicU64,
+    peak_committed_bytes: AtomicU64,
+}
+
+impl AtomicDiagnostics {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn add_live(&self, bytes: u64) {
+        let count = self.live_allocations.fetch_add(1, Ordering::Relaxed) + 1;
+        let live = self.live_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak_live_allocations.fetch_max(count, Ordering::Relaxed);
+        self.peak_live_bytes.fetch_max(live, Ordering::Relaxed);
+    }
+
+    fn remove_live(&self, bytes: u64) {
+        self.live_allocations.fetch_sub(1, Ordering::Relaxed);
+        self.live_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    fn change_committed(&self, added: u64, removed: u64) {
+        if added > 0 {
+            let now = self.committed_bytes.fetch_add(added, Ordering::Relaxed) + added;
+            self.peak_committed_bytes.fetch_max(now, Ordering::Relaxed);
+        }
+        if removed > 0 {
+            self.committed_bytes.fetch_sub(removed, Ordering::Relaxed);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -270,6 +311,7 @@ struct DedicatedBlock<B> {
     block: B,
     mapping: Option<Mapping>,
     memory_type: u32,
+    class: ResourceClass,
     size: u64,
     generation: u32,
 }
@@ -328,7 +370,8 @@ pub struct Allocator<D: Device> {
     heaps: Vec<Mutex<Option<VirtualHeap<D::Virtual>>>>,
     live_blocks: AtomicU32,
     block_limit: u32,
-    counters: AtomicCounters,
+    diagnostics: AtomicDiagnostics,
+    events: Mutex<EventRing>,
 }
 
 impl<D: Device> core::fmt::Debug for Allocator<D> {
@@ -369,6 +412,7 @@ impl<D: Device> Allocator<D> {
         }
         let block_limit = config.max_memory_blocks.min(properties.limits.max_allocation_count);
         let heaps = (0..properties.types.len()).map(|_| Mutex::new(None)).collect();
+        let events = Mutex::new(EventRing::new(config.event_capacity));
         Ok(Allocator {
             device,
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
@@ -379,7 +423,8 @@ impl<D: Device> Allocator<D> {
             heaps,
             live_blocks: AtomicU32::new(0),
             block_limit,
-            counters: AtomicCounters::default(),
+            diagnostics: AtomicDiagnostics::default(),
+            events,
         })
     }
 
@@ -416,10 +461,28 @@ impl<D: Device> Allocator<D> {
     /// Allocates memory for `desc`.
     pub fn allocate(&self, desc: &AllocationDesc<'_>) -> Result<Allocation> {
         let result = self.allocate_inner(desc);
-        if result.is_err() {
-            self.counters.failures.fetch_add(1, Ordering::Relaxed);
+        match &result {
+            Ok(allocation) => {
+                self.diagnostics.add_live(desc.size);
+                self.record(|| EventKind::Allocated {
+                    memory_type: allocation.memory_type(),
+                    size: desc.size,
+                    offset: allocation.offset(),
+                });
+            }
+            Err(_) => {
+                AtomicDiagnostics::bump(&self.diagnostics.failures);
+                self.record(|| EventKind::AllocationFailed { size: desc.size });
+            }
         }
         result
+    }
+
+    /// Adds an event to the ring, if the ring is on (a capacity of 0 costs one comparison).
+    fn record(&self, event: impl FnOnce() -> EventKind) {
+        if self.config.event_capacity > 0 {
+            lock(&self.events).push(event());
+        }
     }
 
     fn allocate_inner(&self, desc: &AllocationDesc<'_>) -> Result<Allocation> {
@@ -438,6 +501,7 @@ impl<D: Device> Allocator<D> {
         {
             let mut pool = lock(self.pool(best.memory_type, desc.class));
             if let Some(placement) = pool.place(desc.size, desc.alignment) {
+                AtomicDiagnostics::bump(&self.diagnostics.block_reuses);
                 return Ok(self.pooled(desc, best.memory_type, placement));
             }
         }
@@ -451,7 +515,7 @@ impl<D: Device> Allocator<D> {
                 continue;
             }
             if tried > 0 {
-                self.counters.fallbacks.fetch_add(1, Ordering::Relaxed);
+                AtomicDiagnostics::bump(&self.diagnostics.fallbacks);
             }
             tried += 1;
             match self.allocate_in_type(desc, choice) {
@@ -505,6 +569,7 @@ impl<D: Device> Allocator<D> {
         let (block_size, class_granularity) = {
             let mut pool = lock(self.pool(memory_type, desc.class));
             if let Some(placement) = pool.place(desc.size, desc.alignment) {
+                AtomicDiagnostics::bump(&self.diagnostics.block_reuses);
                 return Ok(self.pooled(desc, memory_type, placement));
             }
             // A block big enough for the request and its worst-case alignment padding.
@@ -519,7 +584,7 @@ impl<D: Device> Allocator<D> {
         let mapping = match self.persistent_mapping_for(memory_type, &block) {
             Ok(mapping) => mapping,
             Err(error) => {
-                self.destroy_block(block, None);
+                self.destroy_block(block, None, memory_type, block_size);
                 return Err(error);
             }
         };
@@ -529,7 +594,7 @@ impl<D: Device> Allocator<D> {
             Ok(index) => index,
             Err((block, mapping)) => {
                 drop(pool);
-                self.destroy_block(block, mapping);
+                self.destroy_block(block, mapping, memory_type, block_size);
                 return Err(Error::InvalidConfig { reason: "block size not usable by the core" });
             }
         };
@@ -558,10 +623,16 @@ impl<D: Device> Allocator<D> {
             *slot = Some(VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?);
         }
         let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
+        heap.observe(self.config.event_capacity > 0);
+        let before = heap.stats();
         let mut placed = heap.allocate(vm, desc.size, desc.alignment);
         if matches!(placed, Err(DeviceError::OutOfDeviceMemory)) && heap.trim(vm) > 0 {
-            self.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+            AtomicDiagnostics::bump(&self.diagnostics.reclaims);
             placed = heap.allocate(vm, desc.size, desc.alignment);
+        }
+        self.heap_changed(memory_type, heap, before);
+        if matches!(placed, Ok(Some(_))) && heap.stats().commits == before.commits {
+            AtomicDiagnostics::bump(&self.diagnostics.block_reuses);
         }
         match placed.map_err(device_error)? {
             Some(placement) => Ok(Allocation {
@@ -591,6 +662,26 @@ impl<D: Device> Allocator<D> {
         let base = lock(self.heaps.get(raw.memory_type as usize)?).as_ref()?.host_address(vm)?;
         // Offsets lie inside the reservation, so the sum stays inside the same mapping.
         core::ptr::NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize))
+    }
+
+    /// Accounts for a virtual-heap operation: committed bytes and page events.
+    fn heap_changed(&self, memory_type: u32, heap: &mut VirtualHeap<D::Virtual>, before: VirtualHeapStats) {
+        let after = heap.stats();
+        self.diagnostics.change_committed(
+            after.committed_bytes.saturating_sub(before.committed_bytes),
+            before.committed_bytes.saturating_sub(after.committed_bytes),
+        );
+        if self.config.event_capacity > 0 {
+            let mut ring = lock(&self.events);
+            for event in heap.drain_pending() {
+                ring.push(match event {
+                    PageEvent::Commit { offset, size } => EventKind::Committed { memory_type, offset, size },
+                    PageEvent::Decommit { offset, size } => {
+                        EventKind::Decommitted { memory_type, offset, size }
+                    }
+                });
+            }
+        }
     }
 
     /// Counters of a memory type's virtual heap, if it has one yet.
@@ -661,8 +752,14 @@ impl<D: Device> Allocator<D> {
             }
         };
         let generation = dedicated.generations[slot];
-        dedicated.slots[slot] =
-            Some(DedicatedBlock { block, mapping: None, memory_type, size: desc.size, generation });
+        dedicated.slots[slot] = Some(DedicatedBlock {
+            block,
+            mapping: None,
+            memory_type,
+            class: desc.class,
+            size: desc.size,
+            generation,
+        });
         Ok(Allocation {
             raw: RawAllocation {
                 allocator: self.id,
@@ -695,7 +792,12 @@ impl<D: Device> Allocator<D> {
         }
         match result {
             Ok(block) => {
-                self.counters.blocks_created.fetch_add(1, Ordering::Relaxed);
+                AtomicDiagnostics::bump(&self.diagnostics.block_creations);
+                self.diagnostics.change_committed(desc.size, 0);
+                if let Some(callbacks) = &self.config.callbacks {
+                    callbacks.block_created(desc.memory_type, desc.size);
+                }
+                self.record(|| EventKind::BlockCreated { memory_type: desc.memory_type, size: desc.size });
                 Ok(block)
             }
             Err(error) => {
@@ -730,7 +832,7 @@ impl<D: Device> Allocator<D> {
         self.properties.types[memory_type as usize].flags.contains(MemoryPropertyFlags::HOST_VISIBLE)
     }
 
-    fn destroy_block(&self, block: D::Block, mapping: Option<Mapping>) {
+    fn destroy_block(&self, block: D::Block, mapping: Option<Mapping>, memory_type: u32, size: u64) {
         if mapping.is_some() {
             // SAFETY: (1) the block is mapped (it has a mapping) and is about to be destroyed: no guard borrows an
             // allocation in it (guards keep allocations alive, and the block holds none or the allocator is being
@@ -744,25 +846,32 @@ impl<D: Device> Allocator<D> {
         // bound to its memory are destroyed before the allocator. memcarve does not map blocks in this version.
         unsafe { self.device.destroy_block(block) };
         self.live_blocks.fetch_sub(1, Ordering::AcqRel);
-        self.counters.blocks_destroyed.fetch_add(1, Ordering::Relaxed);
+        AtomicDiagnostics::bump(&self.diagnostics.block_destructions);
+        self.diagnostics.change_committed(0, size);
+        if let Some(callbacks) = &self.config.callbacks {
+            callbacks.block_destroyed(memory_type, size);
+        }
+        self.record(|| EventKind::BlockDestroyed { memory_type, size });
     }
 
     /// Destroys cached empty blocks of pools in `heap` (every heap with None); returns how many.
     fn reclaim_empty_blocks(&self, heap: Option<u32>) -> usize {
         let mut destroyed = 0;
         for pool in &self.pools {
-            let blocks = {
+            let (memory_type, blocks) = {
                 let mut pool = lock(pool);
                 if heap.is_some_and(|h| self.heap_of(pool.memory_type) != h) || pool.empty_blocks == 0 {
                     continue;
                 }
-                pool.take_empty_blocks(0)
+                (pool.memory_type, pool.take_empty_blocks(0))
             };
             destroyed += blocks.len();
-            blocks.into_iter().for_each(|(block, mapping)| self.destroy_block(block, mapping));
+            for (block, mapping, size) in blocks {
+                self.destroy_block(block, mapping, memory_type, size);
+            }
         }
         if destroyed > 0 && heap.is_some() {
-            self.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+            AtomicDiagnostics::bump(&self.diagnostics.reclaims);
         }
         destroyed
     }
@@ -771,19 +880,31 @@ impl<D: Device> Allocator<D> {
     /// were destroyed.
     pub fn trim_empty_blocks(&self) -> usize {
         if let Some(vm) = self.device.virtual_memory() {
-            for heap in &self.heaps {
+            for (memory_type, heap) in self.heaps.iter().enumerate() {
                 if let Some(heap) = lock(heap).as_mut() {
+                    heap.observe(self.config.event_capacity > 0);
+                    let before = heap.stats();
                     heap.trim(vm);
+                    self.heap_changed(memory_type as u32, heap, before);
                 }
             }
         }
-        self.reclaim_empty_blocks(None)
+        let destroyed = self.reclaim_empty_blocks(None);
+        self.record(|| EventKind::Trimmed { blocks: destroyed as u64 });
+        destroyed
     }
 
     /// Frees an allocation. Another allocator's allocation, or one already freed, is an error and changes
     /// nothing.
     pub fn free(&self, allocation: Allocation) -> Result<()> {
         let raw = allocation.raw;
+        self.free_inner(raw)?;
+        self.diagnostics.remove_live(raw.size);
+        self.record(|| EventKind::Freed { memory_type: raw.memory_type, size: raw.size, offset: raw.offset });
+        Ok(())
+    }
+
+    fn free_inner(&self, raw: RawAllocation) -> Result<()> {
         if raw.allocator != self.id {
             return Err(Error::ForeignAllocation);
         }
@@ -806,17 +927,23 @@ impl<D: Device> Allocator<D> {
                         Vec::new()
                     }
                 };
-                to_destroy.into_iter().for_each(|(block, mapping)| self.destroy_block(block, mapping));
+                for (block, mapping, size) in to_destroy {
+                    self.destroy_block(block, mapping, raw.memory_type, size);
+                }
                 Ok(())
             }
             Place::Virtual { handle } => {
                 let vm = self.device.virtual_memory().ok_or(Error::ForeignAllocation)?;
                 let mut slot = lock(&self.heaps[raw.memory_type as usize]);
                 let heap = slot.as_mut().ok_or(Error::ForeignAllocation)?;
-                heap.free(vm, Handle::from_raw(handle), raw.size).map_err(|error| match error {
+                heap.observe(self.config.event_capacity > 0);
+                let before = heap.stats();
+                let result = heap.free(vm, Handle::from_raw(handle), raw.size).map_err(|error| match error {
                     memcarve_core::Error::ForeignHandle => Error::ForeignAllocation,
                     _ => Error::DoubleFree,
-                })
+                });
+                self.heap_changed(raw.memory_type, heap, before);
+                result
             }
             Place::Dedicated { slot, generation } => {
                 let entry = {
@@ -832,7 +959,7 @@ impl<D: Device> Allocator<D> {
                     dedicated.slots[slot as usize].take()
                 };
                 if let Some(entry) = entry {
-                    self.destroy_block(entry.block, entry.mapping);
+                    self.destroy_block(entry.block, entry.mapping, entry.memory_type, entry.size);
                 }
                 Ok(())
             }
@@ -989,15 +1116,87 @@ impl<D: Device> Allocator<D> {
         Ok(())
     }
 
-    /// Cumulative counters.
-    pub fn counters(&self) -> Counters {
-        Counters {
-            blocks_created: self.counters.blocks_created.load(Ordering::Relaxed),
-            blocks_destroyed: self.counters.blocks_destroyed.load(Ordering::Relaxed),
-            fallbacks: self.counters.fallbacks.load(Ordering::Relaxed),
-            reclaims: self.counters.reclaims.load(Ordering::Relaxed),
-            failures: self.counters.failures.load(Ordering::Relaxed),
+    /// Cumulative counters and high-water marks since creation or the last [`Allocator::reset_diagnostics`].
+    pub fn diagnostics(&self) -> Diagnostics {
+        let d = &self.diagnostics;
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        Diagnostics {
+            block_creations: load(&d.block_creations),
+            block_destructions: load(&d.block_destructions),
+            block_reuses: load(&d.block_reuses),
+            fallbacks: load(&d.fallbacks),
+            reclaims: load(&d.reclaims),
+            failures: load(&d.failures),
+            peak_live_allocations: load(&d.peak_live_allocations),
+            peak_live_bytes: load(&d.peak_live_bytes),
+            peak_committed_bytes: load(&d.peak_committed_bytes),
         }
+    }
+
+    /// Starts a new diagnostics window: counters to zero, high-water marks to the current values.
+    pub fn reset_diagnostics(&self) {
+        let d = &self.diagnostics;
+        let counters =
+            [&d.block_creations, &d.block_destructions, &d.block_reuses, &d.fallbacks, &d.reclaims];
+        for counter in counters.into_iter().chain([&d.failures]) {
+            counter.store(0, Ordering::Relaxed);
+        }
+        d.peak_live_allocations.store(d.live_allocations.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.peak_live_bytes.store(d.live_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        d.peak_committed_bytes.store(d.committed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// The events in the ring, oldest first, and how many were dropped because the ring was full.
+    pub fn events(&self) -> (Vec<Event>, u64) {
+        lock(&self.events).snapshot()
+    }
+
+    /// A snapshot of committed, used and free memory, overall, per memory type, per class and per both.
+    /// Virtual heaps report committed and live bytes (not free ranges: their free space is address space).
+    pub fn stats(&self) -> AllocatorStats {
+        let mut stats = AllocatorStats::new(self.properties.types.len());
+        for pool in &self.pools {
+            let pool = lock(pool);
+            for (_, entry) in pool.blocks() {
+                let ranges = entry.ranges.stats();
+                let block = MemoryStats {
+                    committed_bytes: entry.size,
+                    used_bytes: ranges.used_bytes,
+                    free_bytes: ranges.free_bytes,
+                    allocation_count: ranges.allocation_count as u64,
+                    block_count: 1,
+                    free_range_count: ranges.free_range_count as u64,
+                    largest_free_range: ranges.largest_free_range,
+                    empty_block_count: u64::from(ranges.allocation_count == 0),
+                };
+                stats.add(pool.memory_type, pool.class, &block);
+            }
+        }
+        for entry in lock(&self.dedicated).slots.iter().flatten() {
+            let block = MemoryStats {
+                committed_bytes: entry.size,
+                used_bytes: entry.size,
+                allocation_count: 1,
+                block_count: 1,
+                ..MemoryStats::default()
+            };
+            stats.add(entry.memory_type, entry.class, &block);
+        }
+        for (memory_type, heap) in self.heaps.iter().enumerate() {
+            if let Some(heap) = lock(heap).as_ref() {
+                let heap_stats = heap.stats();
+                let block = MemoryStats {
+                    committed_bytes: heap_stats.committed_bytes,
+                    used_bytes: heap_stats.live_bytes,
+                    free_bytes: heap_stats.committed_bytes.saturating_sub(heap_stats.live_bytes),
+                    allocation_count: heap_stats.allocations,
+                    block_count: 1,
+                    ..MemoryStats::default()
+                };
+                stats.add(memory_type as u32, ResourceClass::Unknown, &block);
+            }
+        }
+        stats
     }
 
     /// Live device blocks, pooled and dedicated.
@@ -1068,15 +1267,16 @@ impl<D: Device> Allocator<D> {
 
 impl<D: Device> Drop for Allocator<D> {
     fn drop(&mut self) {
-        let mut blocks: Vec<(D::Block, Option<Mapping>)> = Vec::new();
+        let mut blocks: Vec<(D::Block, Option<Mapping>, u32, u64)> = Vec::new();
         for pool in &self.pools {
-            blocks.extend(lock(pool).take_all_blocks());
+            let mut pool = lock(pool);
+            let memory_type = pool.memory_type;
+            blocks.extend(pool.take_all_blocks().into_iter().map(|(b, m, size)| (b, m, memory_type, size)));
         }
-        blocks.extend(
-            lock(&self.dedicated).slots.drain(..).flatten().map(|entry| (entry.block, entry.mapping)),
-        );
-        for (block, mapping) in blocks {
-            self.destroy_block(block, mapping);
+        let dedicated = lock(&self.dedicated).slots.drain(..).flatten().collect::<Vec<_>>();
+        blocks.extend(dedicated.into_iter().map(|e| (e.block, e.mapping, e.memory_type, e.size)));
+        for (block, mapping, memory_type, size) in blocks {
+            self.destroy_block(block, mapping, memory_type, size);
         }
         if let Some(vm) = self.device.virtual_memory() {
             for heap in &self.heaps {

@@ -25,6 +25,7 @@ pub use memcarve_core::ResourceClass;
 mod allocator;
 pub mod backends;
 pub mod device;
+pub mod diagnostics;
 mod error;
 mod mapping;
 pub mod policy;
@@ -32,9 +33,10 @@ mod pool;
 pub mod virtual_heap;
 
 pub use allocator::{
-    Allocation, AllocationSizes, Allocator, AllocatorConfig, BlockKey, Counters, RawAllocation,
+    Allocation, AllocationSizes, Allocator, AllocatorConfig, BlockKey, BlockKind, RawAllocation,
 };
 pub use device::{Device, MemoryPropertyFlags};
+pub use diagnostics::{AllocatorStats, Diagnostics, MemoryStats};
 pub use error::{Error, Result};
 pub use mapping::MappedAllocation;
 pub use policy::{

@@ -152,7 +152,7 @@ impl<B> Pool<B> {
 
     /// Removes up to `keep_at_most`-exceeding empty blocks (all of them with 0), returning the device blocks to
     /// destroy. The newest empty blocks are kept: they are the largest.
-    pub fn take_empty_blocks(&mut self, keep_at_most: usize) -> Vec<(B, Option<Mapping>)> {
+    pub fn take_empty_blocks(&mut self, keep_at_most: usize) -> Vec<(B, Option<Mapping>, u64)> {
         let mut taken = Vec::new();
         let mut kept = 0;
         for index in (0..self.blocks.len()).rev() {
@@ -168,22 +168,21 @@ impl<B> Pool<B> {
                 self.slot_generations[index] = entry.generation.wrapping_add(1);
                 self.empty_blocks -= 1;
                 self.committed_bytes -= entry.size;
-                taken.push((entry.block, entry.mapping));
+                taken.push((entry.block, entry.mapping, entry.size));
             }
         }
         taken
     }
 
     /// Removes every block (for the allocator's drop), live allocations or not.
-    pub fn take_all_blocks(&mut self) -> Vec<(B, Option<Mapping>)> {
+    pub fn take_all_blocks(&mut self) -> Vec<(B, Option<Mapping>, u64)> {
         self.empty_blocks = 0;
         self.committed_bytes = 0;
         self.used_bytes = 0;
-        self.blocks.drain(..).flatten().map(|entry| (entry.block, entry.mapping)).collect()
+        self.blocks.drain(..).flatten().map(|entry| (entry.block, entry.mapping, entry.size)).collect()
     }
 
     /// Live blocks with their sub-allocators.
-    #[cfg(any(test, feature = "check"))]
     pub fn blocks(&self) -> impl Iterator<Item = (u32, &PoolBlock<B>)> + '_ {
         self.blocks
             .iter()

@@ -158,6 +158,9 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     stats: VirtualHeapStats,
     /// Page events since the last `take_events`, when recording is on.
     events: Option<Vec<PageEvent>>,
+    /// Page events of the current operation, for the allocator's event ring (when `observe` is on).
+    pending: Vec<PageEvent>,
+    observe: bool,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -205,6 +208,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             release: Arc::clone(&config.release),
             stats: VirtualHeapStats::default(),
             events: None,
+            pending: Vec::new(),
+            observe: false,
         })
     }
 
@@ -215,6 +220,16 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Starts (or stops) recording page events.
     pub fn record_events(&mut self, on: bool) {
         self.events = on.then(Vec::new);
+    }
+
+    /// Also collects page events for the allocator's event ring (drained with `drain_pending`).
+    pub fn observe(&mut self, on: bool) {
+        self.observe = on;
+    }
+
+    /// Page events of the operations since the last call (when observing).
+    pub fn drain_pending(&mut self) -> std::vec::Drain<'_, PageEvent> {
+        self.pending.drain(..)
     }
 
     /// Page events recorded since the last call.
@@ -306,9 +321,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.stats.committed_bytes += size;
             self.stats.empty_bytes += size;
             self.stats.peak_committed_bytes = self.stats.peak_committed_bytes.max(self.stats.committed_bytes);
-            if let Some(events) = self.events.as_mut() {
-                events.push(PageEvent::Commit { offset, size });
-            }
+            self.note(PageEvent::Commit { offset, size });
         }
         Ok(())
     }
@@ -346,6 +359,15 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
     }
 
+    fn note(&mut self, event: PageEvent) {
+        if let Some(events) = self.events.as_mut() {
+            events.push(event);
+        }
+        if self.observe {
+            self.pending.push(event);
+        }
+    }
+
     fn decommit_run(&mut self, vm: &V, first: usize, last: usize) {
         let offset = (first as u64) << self.page_shift;
         let size = ((last - first + 1) as u64) << self.page_shift;
@@ -361,9 +383,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.decommits += 1;
         self.stats.committed_bytes -= size;
         self.stats.empty_bytes -= size;
-        if let Some(events) = self.events.as_mut() {
-            events.push(PageEvent::Decommit { offset, size });
-        }
+        self.note(PageEvent::Decommit { offset, size });
     }
 
     /// Decommits every empty page; returns the bytes given back.

@@ -92,7 +92,7 @@ trait Failures {
 
 impl Failures for Allocator<Arc<HostDevice>> {
     fn failures(&self) -> u64 {
-        self.counters().failures
+        self.diagnostics().failures
     }
 }
 

@@ -40,7 +40,7 @@ fn random_block_creation_failures_are_clean_errors() {
             }
         }
         assert!(refused > 0, "failures were injected and surfaced");
-        assert!(allocator.counters().fallbacks > 0, "GpuOnly fell back to its second type");
+        assert!(allocator.diagnostics().fallbacks > 0, "GpuOnly fell back to its second type");
         for a in live {
             allocator.free(a).unwrap();
         }
@@ -57,7 +57,7 @@ fn nth_failure_and_byte_limit() {
     device.set_faults(FaultInjection { fail_block_creation_at: Some(1), ..FaultInjection::default() });
     let a = allocator.allocate(&AllocationDesc::new("a", 1 << 20, MemoryLocation::GpuOnly)).unwrap();
     assert_eq!(a.memory_type(), 4);
-    assert_eq!(allocator.counters().fallbacks, 1);
+    assert_eq!(allocator.diagnostics().fallbacks, 1);
     // A byte limit just above what is committed: the next block cannot be created anywhere.
     let committed = allocator.committed_bytes();
     device
@@ -73,7 +73,7 @@ fn nth_failure_and_byte_limit() {
     });
     let fits_after_reclaim = AllocationDesc::new("x", 60 << 20, MemoryLocation::GpuOnly);
     let allocation = allocator.allocate(&fits_after_reclaim);
-    assert!(allocation.is_ok() && allocator.counters().reclaims == 1, "{allocation:?}");
+    assert!(allocation.is_ok() && allocator.diagnostics().reclaims == 1, "{allocation:?}");
     allocator.free(allocation.unwrap()).unwrap();
     allocator.check().unwrap();
 }

@@ -5,6 +5,7 @@
 mod basics;
 mod faults;
 mod mapping;
+mod observability;
 mod patterns;
 mod randomized;
 mod rng;

@@ -125,7 +125,7 @@ fn commit_failures_are_clean_and_lose_nothing() {
         }
     }
     assert!(refused > 0, "failures on both device-local types surface as out-of-memory");
-    assert!(allocator.counters().fallbacks > 0);
+    assert!(allocator.diagnostics().fallbacks > 0);
     for a in live {
         allocator.free(a).unwrap();
     }

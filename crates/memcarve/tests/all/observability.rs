@@ -1,0 +1,159 @@
+//! Statistics, diagnostics, the event ring and device-memory callbacks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use memcarve::backends::host::MemoryProfile;
+use memcarve::diagnostics::{DeviceMemoryCallbacks, EventKind};
+use memcarve::{
+    AllocationDesc, AllocatorConfig, Dedicated, MemoryLocation, ResourceClass, VirtualHeapConfig,
+};
+
+use crate::basics::{allocator, simulated};
+
+#[test]
+fn stats_break_down_by_type_and_class_and_add_up() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let buffers: Vec<_> = (0..10)
+        .map(|_| allocator.allocate(&AllocationDesc::new("b", 1000, MemoryLocation::GpuOnly)).unwrap())
+        .collect();
+    let image_desc =
+        AllocationDesc::new("i", 64 << 10, MemoryLocation::GpuOnly).with_class(ResourceClass::OptimalImage);
+    let image = allocator.allocate(&image_desc).unwrap();
+    let upload = allocator.allocate(&AllocationDesc::new("u", 4096, MemoryLocation::CpuToGpu)).unwrap();
+    let dedicated = allocator
+        .allocate(
+            &AllocationDesc::new("d", 1 << 20, MemoryLocation::GpuOnly).with_dedicated(Dedicated::Required),
+        )
+        .unwrap();
+    let stats = allocator.stats();
+    assert_eq!(stats.total.allocation_count, 13);
+    assert_eq!(stats.total.block_count, 4);
+    assert_eq!(stats.total.committed_bytes, allocator.committed_bytes());
+    assert_eq!(stats.total.used_bytes + stats.total.free_bytes, stats.total.committed_bytes);
+    let buffers_in_type_1 = stats.type_and_class(1, ResourceClass::Buffer);
+    assert_eq!(
+        (buffers_in_type_1.allocation_count, buffers_in_type_1.block_count),
+        (11, 2),
+        "10 pooled + dedicated"
+    );
+    assert_eq!(stats.type_and_class(1, ResourceClass::OptimalImage).allocation_count, 1);
+    assert_eq!(stats.memory_type(4).allocation_count, 1);
+    assert_eq!(stats.class(ResourceClass::Buffer).allocation_count, 12);
+    let type_sum: u64 = stats.per_memory_type.iter().map(|s| s.committed_bytes).sum();
+    assert_eq!(type_sum, stats.total.committed_bytes);
+    assert!(stats.total.largest_free_range > 0 && stats.total.fragmentation() < 1.0);
+    for a in buffers.into_iter().chain([image, upload, dedicated]) {
+        allocator.free(a).unwrap();
+    }
+    let stats = allocator.stats();
+    assert_eq!((stats.total.allocation_count, stats.total.empty_block_count), (0, 3));
+}
+
+#[test]
+fn diagnostics_count_and_keep_high_water_marks() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let desc = AllocationDesc::new("x", 1 << 20, MemoryLocation::GpuOnly);
+    let live: Vec<_> = (0..5).map(|_| allocator.allocate(&desc).unwrap()).collect();
+    let _ = allocator.allocate(&AllocationDesc::new("bad", 0, MemoryLocation::GpuOnly));
+    let d = allocator.diagnostics();
+    assert_eq!((d.block_creations, d.block_reuses, d.failures), (1, 4, 1));
+    assert_eq!((d.peak_live_allocations, d.peak_live_bytes), (5, 5 << 20));
+    assert_eq!(d.peak_committed_bytes, allocator.committed_bytes());
+    for a in live {
+        allocator.free(a).unwrap();
+    }
+    assert_eq!(allocator.diagnostics().peak_live_allocations, 5, "peaks stay after frees");
+    allocator.reset_diagnostics();
+    let d = allocator.diagnostics();
+    assert_eq!((d.block_creations, d.failures, d.peak_live_allocations, d.peak_live_bytes), (0, 0, 0, 0));
+    assert_eq!(d.peak_committed_bytes, allocator.committed_bytes(), "the cached block is still committed");
+}
+
+#[test]
+fn event_ring_records_in_order_and_wraps() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default().with_event_capacity(8));
+    let desc = AllocationDesc::new("x", 4096, MemoryLocation::GpuOnly);
+    let a = allocator.allocate(&desc).unwrap();
+    let (events, dropped) = allocator.events();
+    assert_eq!(dropped, 0);
+    assert!(matches!(events[0].kind, EventKind::BlockCreated { memory_type: 1, .. }));
+    assert!(matches!(events[1].kind, EventKind::Allocated { size: 4096, .. }));
+    allocator.free(a).unwrap();
+    for _ in 0..10 {
+        let b = allocator.allocate(&desc).unwrap();
+        allocator.free(b).unwrap();
+    }
+    let (events, dropped) = allocator.events();
+    assert_eq!(events.len(), 8);
+    assert_eq!(dropped, 3 + 20 - 8, "block created, allocated, freed, then ten rounds of two");
+    assert!(events.windows(2).all(|w| w[1].sequence == w[0].sequence + 1));
+    assert!(matches!(events.last().unwrap().kind, EventKind::Freed { size: 4096, .. }));
+    assert_eq!(allocator.trim_empty_blocks(), 1);
+    let (events, _) = allocator.events();
+    assert!(matches!(events[events.len() - 2].kind, EventKind::BlockDestroyed { .. }));
+    assert!(matches!(events.last().unwrap().kind, EventKind::Trimmed { blocks: 1 }));
+
+    let quiet = crate::basics::allocator(&device, AllocatorConfig::default());
+    drop(quiet.allocate(&desc).map(|a| quiet.free(a)));
+    assert_eq!(quiet.events(), (Vec::new(), 0), "capacity 0 records nothing");
+}
+
+#[test]
+fn virtual_heap_commits_appear_in_the_ring() {
+    let device = simulated(MemoryProfile::discrete());
+    let config =
+        AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()).with_event_capacity(16);
+    let allocator = allocator(&device, config);
+    let a = allocator.allocate(&AllocationDesc::new("x", 3 << 20, MemoryLocation::GpuOnly)).unwrap();
+    let (events, _) = allocator.events();
+    assert!(matches!(events[0].kind, EventKind::Committed { offset: 0, size, .. } if size == 4 << 20));
+    assert_eq!(allocator.diagnostics().peak_committed_bytes, 4 << 20);
+    allocator.free(a).unwrap();
+    allocator.trim_empty_blocks();
+    let (events, _) = allocator.events();
+    assert!(events.iter().any(|e| matches!(e.kind, EventKind::Decommitted { .. })));
+    assert_eq!(allocator.committed_bytes(), 0);
+}
+
+#[derive(Debug, Default)]
+struct Profiler {
+    created: AtomicU64,
+    destroyed: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl DeviceMemoryCallbacks for Profiler {
+    fn block_created(&self, _memory_type: u32, size: u64) {
+        self.created.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+    }
+
+    fn block_destroyed(&self, _memory_type: u32, size: u64) {
+        self.destroyed.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(size, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn callbacks_see_every_block() {
+    let device = simulated(MemoryProfile::discrete());
+    let profiler = Arc::new(Profiler::default());
+    let allocator = allocator(&device, AllocatorConfig::default().with_callbacks(profiler.clone()));
+    let live: Vec<_> = (0..20)
+        .map(|i| {
+            allocator.allocate(&AllocationDesc::new("x", (i + 1) << 20, MemoryLocation::GpuOnly)).unwrap()
+        })
+        .collect();
+    assert_eq!(profiler.created.load(Ordering::Relaxed), device.counters().blocks_created);
+    assert_eq!(profiler.bytes.load(Ordering::Relaxed), allocator.committed_bytes());
+    for a in live {
+        allocator.free(a).unwrap();
+    }
+    drop(allocator);
+    assert_eq!(profiler.created.load(Ordering::Relaxed), profiler.destroyed.load(Ordering::Relaxed));
+    assert_eq!(profiler.bytes.load(Ordering::Relaxed), 0);
+}
