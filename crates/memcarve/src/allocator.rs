@@ -15,7 +15,8 @@ use memcarve_core::{Handle, ResourceClass};
 
 use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags, VirtualMemory};
 use crate::diagnostics::{
-    AllocatorStats, DeviceMemoryCallbacks, Diagnostics, Event, EventKind, EventRing, MemoryStats,
+    AllocationMeta, AllocatorStats, DeviceMemoryCallbacks, Diagnostics, Event, EventKind, EventRing, Leak,
+    LeakReport, MemoryStats,
 };
 use crate::error::{Error, Result};
 use crate::mapping::{MappedAllocation, MappedPtr, Mapping, atom_range, check_range};
@@ -87,6 +88,12 @@ pub struct AllocatorConfig {
     pub event_capacity: usize,
     /// Hooks called whenever a device block is created or destroyed.
     pub callbacks: Option<Arc<dyn DeviceMemoryCallbacks>>,
+    /// Keep each allocation's name (and size) for leak reports; costs a small heap allocation per request.
+    pub track_allocations: bool,
+    /// Also capture a backtrace per allocation (expensive; implies `track_allocations`).
+    pub capture_backtraces: bool,
+    /// Print a leak report to stderr when the allocator is dropped with allocations still live (default on).
+    pub report_leaks_on_drop: bool,
 }
 
 impl Default for AllocatorConfig {
@@ -100,6 +107,9 @@ impl Default for AllocatorConfig {
             persistent_mapping: false,
             event_capacity: 0,
             callbacks: None,
+            track_allocations: false,
+            capture_backtraces: false,
+            report_leaks_on_drop: true,
         }
     }
 }
@@ -144,6 +154,19 @@ impl AllocatorConfig {
     /// Installs device-memory callbacks.
     pub fn with_callbacks(mut self, callbacks: Arc<dyn DeviceMemoryCallbacks>) -> AllocatorConfig {
         self.callbacks = Some(callbacks);
+        self
+    }
+
+    /// Keeps names (and, with `backtraces`, call stacks) of live allocations for leak reports.
+    pub fn with_tracking(mut self, names: bool, backtraces: bool) -> AllocatorConfig {
+        self.track_allocations = names || backtraces;
+        self.capture_backtraces = backtraces;
+        self
+    }
+
+    /// Whether dropping the allocator prints a leak report.
+    pub fn with_leak_report_on_drop(mut self, report: bool) -> AllocatorConfig {
+        self.report_leaks_on_drop = report;
         self
     }
 
@@ -310,6 +333,7 @@ impl AtomicDiagnostics {
 struct DedicatedBlock<B> {
     block: B,
     mapping: Option<Mapping>,
+    meta: Option<Box<AllocationMeta>>,
     memory_type: u32,
     class: ResourceClass,
     size: u64,
@@ -464,6 +488,9 @@ impl<D: Device> Allocator<D> {
         match &result {
             Ok(allocation) => {
                 self.diagnostics.add_live(desc.size);
+                if self.config.track_allocations {
+                    self.attach_meta(allocation, desc);
+                }
                 self.record(|| EventKind::Allocated {
                     memory_type: allocation.memory_type(),
                     size: desc.size,
@@ -476,6 +503,56 @@ impl<D: Device> Allocator<D> {
             }
         }
         result
+    }
+
+    /// Stores a tracked allocation's name, size and backtrace beside its range.
+    fn attach_meta(&self, allocation: &Allocation, desc: &AllocationDesc<'_>) {
+        let backtrace = self.config.capture_backtraces.then(std::backtrace::Backtrace::force_capture);
+        let meta = Box::new(AllocationMeta { name: desc.name.into(), size: desc.size, backtrace });
+        let raw = &allocation.raw;
+        match raw.place {
+            Place::Pooled { block, generation, handle } => {
+                let mut pool = lock(self.pool(raw.memory_type, raw.class));
+                if let Some(entry) = pool.block_mut(block, generation) {
+                    let _ = entry.ranges.set_user_data(&Handle::from_raw(handle), meta);
+                }
+            }
+            Place::Dedicated { slot, generation } => {
+                let mut dedicated = lock(&self.dedicated);
+                if let Some(Some(entry)) = dedicated.slots.get_mut(slot as usize)
+                    && entry.generation == generation
+                {
+                    entry.meta = Some(meta);
+                }
+            }
+            Place::Virtual { handle } => {
+                if let Some(heap) = lock(&self.heaps[raw.memory_type as usize]).as_mut() {
+                    heap.set_meta(&Handle::from_raw(handle), meta);
+                }
+            }
+        }
+    }
+
+    /// Every allocation still live, with names and backtraces when tracked.
+    pub fn leak_report(&self) -> LeakReport {
+        let mut leaks = Vec::new();
+        for pool in &self.pools {
+            let pool = lock(pool);
+            for (_, entry) in pool.blocks() {
+                leaks.extend(entry.ranges.iter().map(|info| {
+                    Leak::from_meta(info.user_data.map(|m| &**m), info.size, pool.memory_type, pool.class)
+                }));
+            }
+        }
+        for entry in lock(&self.dedicated).slots.iter().flatten() {
+            leaks.push(Leak::from_meta(entry.meta.as_deref(), entry.size, entry.memory_type, entry.class));
+        }
+        for (memory_type, heap) in self.heaps.iter().enumerate() {
+            if let Some(heap) = lock(heap).as_ref() {
+                heap.leaks(memory_type as u32, &mut leaks);
+            }
+        }
+        LeakReport { leaks }
     }
 
     /// Adds an event to the ring, if the ring is on (a capacity of 0 costs one comparison).
@@ -755,6 +832,7 @@ impl<D: Device> Allocator<D> {
         dedicated.slots[slot] = Some(DedicatedBlock {
             block,
             mapping: None,
+            meta: None,
             memory_type,
             class: desc.class,
             size: desc.size,
@@ -1267,6 +1345,12 @@ impl<D: Device> Allocator<D> {
 
 impl<D: Device> Drop for Allocator<D> {
     fn drop(&mut self) {
+        if self.config.report_leaks_on_drop {
+            let report = self.leak_report();
+            if !report.is_empty() {
+                eprintln!("{report}");
+            }
+        }
         let mut blocks: Vec<(D::Block, Option<Mapping>, u32, u64)> = Vec::new();
         for pool in &self.pools {
             let mut pool = lock(pool);

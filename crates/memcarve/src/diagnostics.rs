@@ -240,6 +240,14 @@ pub trait DeviceMemoryCallbacks: Send + Sync + fmt::Debug {
     fn block_destroyed(&self, memory_type: u32, size: u64);
 }
 
+/// What the allocator keeps about one allocation when `AllocatorConfig::track_allocations` is on.
+#[derive(Debug)]
+pub(crate) struct AllocationMeta {
+    pub name: Box<str>,
+    pub size: u64,
+    pub backtrace: Option<std::backtrace::Backtrace>,
+}
+
 /// One allocation still live, as a leak report lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leak {
@@ -253,6 +261,24 @@ pub struct Leak {
     pub class: ResourceClass,
     /// Where it was allocated, when backtraces are captured.
     pub backtrace: Option<String>,
+}
+
+impl Leak {
+    /// A leak entry from what is known: tracking data if any, else the range's size.
+    pub(crate) fn from_meta(
+        meta: Option<&AllocationMeta>,
+        range_size: u64,
+        memory_type: u32,
+        class: ResourceClass,
+    ) -> Leak {
+        Leak {
+            name: meta.map(|m| m.name.to_string()).unwrap_or_default(),
+            size: meta.map_or(range_size, |m| m.size),
+            memory_type,
+            class,
+            backtrace: meta.and_then(|m| m.backtrace.as_ref()).map(|b| b.to_string()),
+        }
+    }
 }
 
 /// Allocations still live.

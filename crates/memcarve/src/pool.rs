@@ -7,13 +7,14 @@
 
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 
+use crate::diagnostics::AllocationMeta;
 use crate::mapping::Mapping;
 
 /// One device block and its sub-allocator.
 #[derive(Debug)]
 pub(crate) struct PoolBlock<B> {
     pub block: B,
-    pub ranges: VirtualBlock<()>,
+    pub ranges: VirtualBlock<Box<AllocationMeta>>,
     pub size: u64,
     /// Changes whenever the slot is reused for another block, so handles into an old block are recognised.
     pub generation: u32,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 
 use crate::device::{DeviceError, VirtualMemory};
+use crate::diagnostics::{AllocationMeta, Leak};
 
 /// What a release policy sees when it decides how much empty committed memory to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,7 +150,7 @@ pub struct VirtualHeapStats {
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
 pub(crate) struct VirtualHeap<V: VirtualMemory> {
     reservation: Option<V::Reservation>,
-    ranges: VirtualBlock<()>,
+    ranges: VirtualBlock<Box<AllocationMeta>>,
     page_shift: u32,
     page_users: Vec<u32>,
     committed: Vec<bool>,
@@ -230,6 +231,18 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Page events of the operations since the last call (when observing).
     pub fn drain_pending(&mut self) -> std::vec::Drain<'_, PageEvent> {
         self.pending.drain(..)
+    }
+
+    /// Attaches tracking data to a live allocation.
+    pub fn set_meta(&mut self, handle: &Handle, meta: Box<AllocationMeta>) {
+        let _ = self.ranges.set_user_data(handle, meta);
+    }
+
+    /// Every live allocation, for leak reports.
+    pub fn leaks(&self, memory_type: u32, out: &mut Vec<Leak>) {
+        out.extend(self.ranges.iter().map(|info| {
+            Leak::from_meta(info.user_data.map(|m| &**m), info.size, memory_type, ResourceClass::Unknown)
+        }));
     }
 
     /// Page events recorded since the last call.

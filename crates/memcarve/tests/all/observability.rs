@@ -157,3 +157,44 @@ fn callbacks_see_every_block() {
     assert_eq!(profiler.created.load(Ordering::Relaxed), profiler.destroyed.load(Ordering::Relaxed));
     assert_eq!(profiler.bytes.load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn leak_report_names_what_is_still_live() {
+    let device = simulated(MemoryProfile::discrete());
+    let config = AllocatorConfig::default().with_tracking(true, true).with_leak_report_on_drop(false);
+    let allocator = allocator(&device, config);
+    let kept =
+        allocator.allocate(&AllocationDesc::new("shadow map", 12345, MemoryLocation::GpuOnly)).unwrap();
+    let freed = allocator.allocate(&AllocationDesc::new("temporary", 100, MemoryLocation::GpuOnly)).unwrap();
+    let exported = allocator
+        .allocate(
+            &AllocationDesc::new("interop", 4096, MemoryLocation::GpuOnly)
+                .with_dedicated(Dedicated::Required),
+        )
+        .unwrap();
+    allocator.free(freed).unwrap();
+    let report = allocator.leak_report();
+    let mut names: Vec<_> = report.leaks.iter().map(|l| (l.name.as_str(), l.size)).collect();
+    names.sort();
+    assert_eq!(names, [("interop", 4096), ("shadow map", 12345)]);
+    assert_eq!(report.total_bytes(), 12345 + 4096);
+    let leak = report.leaks.iter().find(|l| l.name == "shadow map").unwrap();
+    let backtrace = leak.backtrace.as_deref().unwrap();
+    assert!(
+        backtrace.contains("leak_report_names_what_is_still_live"),
+        "the backtrace shows the test: {backtrace}"
+    );
+    let text = report.to_string();
+    assert!(text.contains("2 allocations") && text.contains("shadow map"));
+    allocator.free(kept).unwrap();
+    allocator.free(exported).unwrap();
+    assert!(allocator.leak_report().is_empty());
+
+    // Without tracking, leaks are still listed, by size.
+    let untracked =
+        crate::basics::allocator(&device, AllocatorConfig::default().with_leak_report_on_drop(false));
+    let a = untracked.allocate(&AllocationDesc::new("x", 777, MemoryLocation::CpuToGpu)).unwrap();
+    let report = untracked.leak_report();
+    assert_eq!((report.leaks.len(), report.leaks[0].size, report.leaks[0].name.as_str()), (1, 777, ""));
+    untracked.free(a).unwrap();
+}
