@@ -284,38 +284,52 @@ impl Allocation {
     }
 }
 
+/// Live counters of one memory type, on a cache line of their own: threads working on different memory types
+/// never write the same line (a shared counter bouncing between cores cost more than the allocation itself).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct TypeCounters {
+    live_allocations: AtomicU64,
+    live_bytes: AtomicU64,
+    peak_live_allocations: AtomicU64,
+    peak_live_bytes: AtomicU64,
+    block_reuses: AtomicU64,
+}
+
+impl TypeCounters {
+    fn add_live(&self, bytes: u64) {
+        let count = self.live_allocations.fetch_add(1, Ordering::Relaxed) + 1;
+        let live = self.live_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        // Peaks are read first: they change rarely, so the line mostly stays shared instead of written.
+        if count > self.peak_live_allocations.load(Ordering::Relaxed) {
+            self.peak_live_allocations.fetch_max(count, Ordering::Relaxed);
+        }
+        if live > self.peak_live_bytes.load(Ordering::Relaxed) {
+            self.peak_live_bytes.fetch_max(live, Ordering::Relaxed);
+        }
+    }
+
+    fn remove_live(&self, bytes: u64) {
+        self.live_allocations.fetch_sub(1, Ordering::Relaxed);
+        self.live_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
 /// The allocator's counters, kept as atomics so that no lock is shared between pools.
 #[derive(Debug, Default)]
 struct AtomicDiagnostics {
     block_creations: AtomicU64,
     block_destructions: AtomicU64,
-    block_reuses: AtomicU64,
     fallbacks: AtomicU64,
     reclaims: AtomicU64,
     failures: AtomicU64,
-    live_allocations: AtomicU64,
-    live_bytes: AtomicU64,
     committed_bytes: AtomicU64,
-    peak_live_allocations: AtomicU64,
-    peak_live_bytes: AtomicU64,
     peak_committed_bytes: AtomicU64,
 }
 
 impl AtomicDiagnostics {
     fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn add_live(&self, bytes: u64) {
-        let count = self.live_allocations.fetch_add(1, Ordering::Relaxed) + 1;
-        let live = self.live_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.peak_live_allocations.fetch_max(count, Ordering::Relaxed);
-        self.peak_live_bytes.fetch_max(live, Ordering::Relaxed);
-    }
-
-    fn remove_live(&self, bytes: u64) {
-        self.live_allocations.fetch_sub(1, Ordering::Relaxed);
-        self.live_bytes.fetch_sub(bytes, Ordering::Relaxed);
     }
 
     fn change_committed(&self, added: u64, removed: u64) {
@@ -395,6 +409,8 @@ pub struct Allocator<D: Device> {
     live_blocks: AtomicU32,
     block_limit: u32,
     diagnostics: AtomicDiagnostics,
+    /// Live counters and peaks per memory type.
+    type_counters: Vec<TypeCounters>,
     events: Mutex<EventRing>,
 }
 
@@ -437,6 +453,7 @@ impl<D: Device> Allocator<D> {
         let block_limit = config.max_memory_blocks.min(properties.limits.max_allocation_count);
         let heaps = (0..properties.types.len()).map(|_| Mutex::new(None)).collect();
         let events = Mutex::new(EventRing::new(config.event_capacity));
+        let type_counters = (0..properties.types.len()).map(|_| TypeCounters::default()).collect();
         Ok(Allocator {
             device,
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
@@ -448,6 +465,7 @@ impl<D: Device> Allocator<D> {
             live_blocks: AtomicU32::new(0),
             block_limit,
             diagnostics: AtomicDiagnostics::default(),
+            type_counters,
             events,
         })
     }
@@ -487,7 +505,7 @@ impl<D: Device> Allocator<D> {
         let result = self.allocate_inner(desc);
         match &result {
             Ok(allocation) => {
-                self.diagnostics.add_live(desc.size);
+                self.type_counters[allocation.memory_type() as usize].add_live(desc.size);
                 if self.config.track_allocations {
                     self.attach_meta(allocation, desc);
                 }
@@ -578,7 +596,7 @@ impl<D: Device> Allocator<D> {
         {
             let mut pool = lock(self.pool(best.memory_type, desc.class));
             if let Some(placement) = pool.place(desc.size, desc.alignment) {
-                AtomicDiagnostics::bump(&self.diagnostics.block_reuses);
+                AtomicDiagnostics::bump(&self.type_counters[best.memory_type as usize].block_reuses);
                 return Ok(self.pooled(desc, best.memory_type, placement));
             }
         }
@@ -646,7 +664,7 @@ impl<D: Device> Allocator<D> {
         let (block_size, class_granularity) = {
             let mut pool = lock(self.pool(memory_type, desc.class));
             if let Some(placement) = pool.place(desc.size, desc.alignment) {
-                AtomicDiagnostics::bump(&self.diagnostics.block_reuses);
+                AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
                 return Ok(self.pooled(desc, memory_type, placement));
             }
             // A block big enough for the request and its worst-case alignment padding.
@@ -709,7 +727,7 @@ impl<D: Device> Allocator<D> {
         }
         self.heap_changed(memory_type, heap, before);
         if matches!(placed, Ok(Some(_))) && heap.stats().commits == before.commits {
-            AtomicDiagnostics::bump(&self.diagnostics.block_reuses);
+            AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
         }
         match placed.map_err(device_error)? {
             Some(placement) => Ok(Allocation {
@@ -977,7 +995,7 @@ impl<D: Device> Allocator<D> {
     pub fn free(&self, allocation: Allocation) -> Result<()> {
         let raw = allocation.raw;
         self.free_inner(raw)?;
-        self.diagnostics.remove_live(raw.size);
+        self.type_counters[raw.memory_type as usize].remove_live(raw.size);
         self.record(|| EventKind::Freed { memory_type: raw.memory_type, size: raw.size, offset: raw.offset });
         Ok(())
     }
@@ -1201,12 +1219,12 @@ impl<D: Device> Allocator<D> {
         Diagnostics {
             block_creations: load(&d.block_creations),
             block_destructions: load(&d.block_destructions),
-            block_reuses: load(&d.block_reuses),
+            block_reuses: self.type_counters.iter().map(|t| load(&t.block_reuses)).sum(),
             fallbacks: load(&d.fallbacks),
             reclaims: load(&d.reclaims),
             failures: load(&d.failures),
-            peak_live_allocations: load(&d.peak_live_allocations),
-            peak_live_bytes: load(&d.peak_live_bytes),
+            peak_live_allocations: self.type_counters.iter().map(|t| load(&t.peak_live_allocations)).sum(),
+            peak_live_bytes: self.type_counters.iter().map(|t| load(&t.peak_live_bytes)).sum(),
             peak_committed_bytes: load(&d.peak_committed_bytes),
         }
     }
@@ -1214,13 +1232,15 @@ impl<D: Device> Allocator<D> {
     /// Starts a new diagnostics window: counters to zero, high-water marks to the current values.
     pub fn reset_diagnostics(&self) {
         let d = &self.diagnostics;
-        let counters =
-            [&d.block_creations, &d.block_destructions, &d.block_reuses, &d.fallbacks, &d.reclaims];
+        let counters = [&d.block_creations, &d.block_destructions, &d.fallbacks, &d.reclaims];
         for counter in counters.into_iter().chain([&d.failures]) {
             counter.store(0, Ordering::Relaxed);
         }
-        d.peak_live_allocations.store(d.live_allocations.load(Ordering::Relaxed), Ordering::Relaxed);
-        d.peak_live_bytes.store(d.live_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        for t in &self.type_counters {
+            t.block_reuses.store(0, Ordering::Relaxed);
+            t.peak_live_allocations.store(t.live_allocations.load(Ordering::Relaxed), Ordering::Relaxed);
+            t.peak_live_bytes.store(t.live_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
         d.peak_committed_bytes.store(d.committed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 

@@ -117,9 +117,11 @@ pub struct Diagnostics {
     pub reclaims: u64,
     /// Requests refused.
     pub failures: u64,
-    /// The most allocations live at once.
+    /// The most allocations live at once, summed over memory types: each type's peak is exact; the sum is an
+    /// upper bound of the overall peak when types peaked at different times. (Tracking one overall peak would
+    /// make every thread write one shared counter.)
     pub peak_live_allocations: u64,
-    /// The most bytes live at once (as requested).
+    /// The most bytes live at once (as requested), summed over memory types like `peak_live_allocations`.
     pub peak_live_bytes: u64,
     /// The most bytes committed at once.
     pub peak_committed_bytes: u64,

@@ -1,0 +1,308 @@
+//! Deferred frees: an allocation (and the buffer or image bound to it) handed back to memcarve with a wait
+//! point (a fence, or a timeline-semaphore value), freed once the device has passed that point. The queue is
+//! checked on every resource call of the allocator and by [`Allocator::process_deferred`], so callers never
+//! poll. Invariant: an entry leaves the queue only after its wait point was seen reached (or when the device
+//! drops, with the allocator's memory already gone).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ash::vk;
+
+use super::device::{VulkanDevice, device_error, lock, version_at_least};
+use crate::allocator::{Allocation, Allocator};
+use crate::device::DeviceError;
+use crate::error::{Error, Result};
+
+/// When the device is done with a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WaitPoint {
+    /// When this fence signals.
+    Fence(vk::Fence),
+    /// When this timeline semaphore reaches `value` (needs [`super::VulkanFeatures::timeline_semaphore`]).
+    Timeline {
+        /// A semaphore created with `VK_SEMAPHORE_TYPE_TIMELINE`.
+        semaphore: vk::Semaphore,
+        /// The value to wait for.
+        value: u64,
+    },
+}
+
+/// The object a deferred free destroys along with its allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeferredResource {
+    /// Memory only (the caller destroys its own objects).
+    Memory,
+    /// A buffer, destroyed before its memory is freed.
+    Buffer(vk::Buffer),
+    /// An image, destroyed before its memory is freed.
+    Image(vk::Image),
+}
+
+/// A deferred free the device refused (a timeline wait without timeline semaphores, a null handle). Nothing
+/// was freed or destroyed: the allocation and the resource are handed back.
+#[derive(Debug)]
+pub struct DeferRejected {
+    /// Why it was refused.
+    pub error: Error,
+    /// The allocation, still live.
+    pub allocation: Allocation,
+    /// The resource, not destroyed.
+    pub resource: DeferredResource,
+}
+
+impl core::fmt::Display for DeferRejected {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "deferred free refused: {}", self.error)
+    }
+}
+
+impl std::error::Error for DeferRejected {}
+
+#[derive(Debug)]
+struct PendingFree {
+    allocation: Allocation,
+    resource: DeferredResource,
+    wait: WaitPoint,
+}
+
+/// The queue of pending frees of one device.
+#[derive(Debug, Default)]
+pub(super) struct DeferredQueue {
+    pending: Mutex<Vec<PendingFree>>,
+    /// `pending.len()`, readable without the lock so that resource calls skip an empty queue for free.
+    count: AtomicUsize,
+}
+
+impl DeferredQueue {
+    /// Destroys the objects of every pending entry without waiting (see `VulkanDevice`'s `Drop`).
+    pub(super) fn destroy_remaining(&mut self, device: &ash::Device) {
+        let pending = core::mem::take(self.pending.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for entry in pending {
+            // SAFETY: the caller of `free_after` promised the object was created on this device and is used by
+            // nothing once its wait point is reached; the device is being dropped after its allocator, whose
+            // contract is that the device no longer uses resources bound to its memory.
+            unsafe { destroy_resource(device, entry.resource) };
+            // The allocation's memory went with the allocator's blocks.
+            let _ = entry.allocation.into_raw();
+        }
+        self.count.store(0, Ordering::Relaxed);
+    }
+}
+
+/// # Safety
+///
+/// 1. The object is a valid object of `device`, not in use, and destroyed once.
+unsafe fn destroy_resource(device: &ash::Device, resource: DeferredResource) {
+    match resource {
+        DeferredResource::Memory => {}
+        // SAFETY: (1) by the caller.
+        DeferredResource::Buffer(buffer) => unsafe { device.destroy_buffer(buffer, None) },
+        // SAFETY: (1) by the caller.
+        DeferredResource::Image(image) => unsafe { device.destroy_image(image, None) },
+    }
+}
+
+impl Allocator<VulkanDevice> {
+    /// Frees `allocation` once the device has passed `wait`, without the caller polling: pending frees are
+    /// checked on every resource call of this allocator (create, destroy, allocate) and by
+    /// [`Allocator::process_deferred`].
+    ///
+    /// # Safety
+    ///
+    /// 1. Once `wait` is reached, the device no longer uses the allocation's memory.
+    /// 2. The fence or semaphore stays valid (not destroyed, and a fence not reset) until the free was
+    ///    processed ([`Allocator::pending_deferred_frees`] no longer counts it).
+    pub unsafe fn free_after(&self, allocation: Allocation, wait: WaitPoint) -> Result<(), DeferRejected> {
+        // SAFETY: the caller upholds (1) and (2); `Memory` carries no object.
+        unsafe { self.defer(allocation, DeferredResource::Memory, wait) }
+    }
+
+    /// Destroys `buffer` and frees its allocation once the device has passed `wait`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `buffer` was created with `allocation` by [`Allocator::create_buffer_with_options`] (or `create_buffer`)
+    ///    of this allocator and is destroyed by nothing else.
+    /// 2. Once `wait` is reached, the device no longer uses the buffer or its memory.
+    /// 3. The fence or semaphore stays valid (and a fence not reset) until the free was processed.
+    pub unsafe fn destroy_buffer_after(
+        &self,
+        buffer: vk::Buffer,
+        allocation: Allocation,
+        wait: WaitPoint,
+    ) -> Result<(), DeferRejected> {
+        // SAFETY: the caller upholds (1) to (3).
+        unsafe { self.defer(allocation, DeferredResource::Buffer(buffer), wait) }
+    }
+
+    /// Destroys `image` and frees its allocation once the device has passed `wait`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Allocator::destroy_buffer_after`], for an image made by `create_image`.
+    pub unsafe fn destroy_image_after(
+        &self,
+        image: vk::Image,
+        allocation: Allocation,
+        wait: WaitPoint,
+    ) -> Result<(), DeferRejected> {
+        // SAFETY: the caller upholds the conditions of `destroy_buffer_after`, for the image.
+        unsafe { self.defer(allocation, DeferredResource::Image(image), wait) }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`Allocator::destroy_buffer_after`].
+    unsafe fn defer(
+        &self,
+        allocation: Allocation,
+        resource: DeferredResource,
+        wait: WaitPoint,
+    ) -> Result<(), DeferRejected> {
+        let device = self.device();
+        let refused = match wait {
+            WaitPoint::Fence(fence) if fence == vk::Fence::null() => Some("a null fence never signals"),
+            WaitPoint::Timeline { semaphore, .. } if semaphore == vk::Semaphore::null() => {
+                Some("a null semaphore never signals")
+            }
+            WaitPoint::Timeline { .. }
+                if !device.features().timeline_semaphore || !version_at_least(device.api_version(), 1, 2) =>
+            {
+                Some("timeline waits need the timelineSemaphore feature and Vulkan 1.2")
+            }
+            _ => None,
+        };
+        if let Some(reason) = refused {
+            return Err(DeferRejected {
+                error: Error::Device(DeviceError::Unsupported(reason)),
+                allocation,
+                resource,
+            });
+        }
+        let queue = &device.deferred;
+        let mut pending = lock(&queue.pending);
+        pending.push(PendingFree { allocation, resource, wait });
+        queue.count.store(pending.len(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Deferred frees not processed yet.
+    pub fn pending_deferred_frees(&self) -> usize {
+        self.device().deferred.count.load(Ordering::Relaxed)
+    }
+
+    /// Frees every deferred allocation whose wait point has been reached (destroying its buffer or image
+    /// first); returns how many. A failed status query (device lost) keeps the entry and is returned as the
+    /// error after the other entries were processed.
+    pub fn process_deferred(&self) -> Result<usize> {
+        let device = self.device();
+        let queue = &device.deferred;
+        if queue.count.load(Ordering::Relaxed) == 0 {
+            return Ok(0);
+        }
+        let mut first_error = None;
+        let ready: Vec<PendingFree> = {
+            let mut pending = lock(&queue.pending);
+            let mut ready = Vec::new();
+            let mut index = 0;
+            while index < pending.len() {
+                match reached(device, pending[index].wait) {
+                    Ok(true) => ready.push(pending.swap_remove(index)),
+                    Ok(false) => index += 1,
+                    Err(error) => {
+                        first_error.get_or_insert(error);
+                        index += 1;
+                    }
+                }
+            }
+            queue.count.store(pending.len(), Ordering::Relaxed);
+            ready
+        };
+        let freed = ready.len();
+        for entry in ready {
+            // SAFETY: the caller of `destroy_*_after` promised that the object is this allocator's, destroyed by
+            // nothing else, and unused once the wait point is reached, which `reached` just observed.
+            unsafe { destroy_resource(device.device(), entry.resource) };
+            if let Err(error) = self.free(entry.allocation) {
+                first_error.get_or_insert(error);
+            }
+        }
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(freed),
+        }
+    }
+
+    /// Waits up to `timeout_ns` for every pending wait point, then processes the queue; returns how many
+    /// frees were processed. For teardown: call it (or wait for the device to be idle and call
+    /// [`Allocator::process_deferred`]) before dropping the allocator.
+    pub fn wait_deferred(&self, timeout_ns: u64) -> Result<usize> {
+        let device = self.device();
+        let (fences, timelines): (Vec<vk::Fence>, Vec<(vk::Semaphore, u64)>) = {
+            let pending = lock(&device.deferred.pending);
+            let fences = pending
+                .iter()
+                .filter_map(|entry| match entry.wait {
+                    WaitPoint::Fence(fence) => Some(fence),
+                    WaitPoint::Timeline { .. } => None,
+                })
+                .collect();
+            let timelines = pending
+                .iter()
+                .filter_map(|entry| match entry.wait {
+                    WaitPoint::Timeline { semaphore, value } => Some((semaphore, value)),
+                    WaitPoint::Fence(_) => None,
+                })
+                .collect();
+            (fences, timelines)
+        };
+        let timed_out = |call: &str| Error::Device(DeviceError::Other(format!("{call} timed out")));
+        if !fences.is_empty() {
+            // SAFETY: the fences are valid until their frees are processed (`destroy_*_after`'s condition),
+            // and they are still queued: only this allocator's `process_deferred` removes them.
+            match unsafe { device.device().wait_for_fences(&fences, true, timeout_ns) } {
+                Ok(()) => {}
+                Err(vk::Result::TIMEOUT) => return Err(timed_out("vkWaitForFences")),
+                Err(result) => return Err(Error::Device(device_error(result, "vkWaitForFences"))),
+            }
+        }
+        if !timelines.is_empty() {
+            let (semaphores, values): (Vec<vk::Semaphore>, Vec<u64>) = timelines.into_iter().unzip();
+            let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+            // SAFETY: as for the fences; timeline entries exist only when timeline semaphores and Vulkan 1.2
+            // are enabled (checked in `defer`), so vkWaitSemaphores is loaded.
+            match unsafe { device.device().wait_semaphores(&info, timeout_ns) } {
+                Ok(()) => {}
+                Err(vk::Result::TIMEOUT) => return Err(timed_out("vkWaitSemaphores")),
+                Err(result) => return Err(Error::Device(device_error(result, "vkWaitSemaphores"))),
+            }
+        }
+        self.process_deferred()
+    }
+
+    /// Processes the queue on resource calls, when anything is pending. Its errors (a lost device) surface on
+    /// the next explicit [`Allocator::process_deferred`]; the resource call itself goes on.
+    pub(super) fn process_deferred_quietly(&self) {
+        if self.pending_deferred_frees() > 0 {
+            let _ = self.process_deferred();
+        }
+    }
+}
+
+/// Whether the device has passed `wait`.
+fn reached(device: &VulkanDevice, wait: WaitPoint) -> Result<bool> {
+    match wait {
+        // SAFETY: the fence is valid while its free is queued (`destroy_*_after`'s condition); vkGetFenceStatus
+        // needs no external synchronisation.
+        WaitPoint::Fence(fence) => unsafe { device.device().get_fence_status(fence) }
+            .map_err(|result| Error::Device(device_error(result, "vkGetFenceStatus"))),
+        WaitPoint::Timeline { semaphore, value } => {
+            // SAFETY: the semaphore is a valid timeline semaphore while queued (the caller's condition), and
+            // Vulkan 1.2 with timeline semaphores was checked when it was queued.
+            unsafe { device.device().get_semaphore_counter_value(semaphore) }
+                .map(|counter| counter >= value)
+                .map_err(|result| Error::Device(device_error(result, "vkGetSemaphoreCounterValue")))
+        }
+    }
+}
