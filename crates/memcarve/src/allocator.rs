@@ -1091,6 +1091,13 @@ impl<D: Device> Allocator<D> {
     /// released when the last guard drops (unless persistent). Device-only memory is an
     /// [`Error::NotHostVisible`]; simulated host memory an [`Error::Device`].
     pub fn map<'a>(&'a self, allocation: &'a Allocation) -> Result<MappedAllocation<'a, D>> {
+        let ptr = self.acquire_raw_mapping(allocation)?;
+        Ok(MappedAllocation { allocator: self, allocation, ptr })
+    }
+
+    /// Takes a hold on the mapping of an allocation's block (mapping it if needed) and returns the allocation's
+    /// host address; [`Allocator::release_mapping`] gives the hold back.
+    pub(crate) fn acquire_raw_mapping(&self, allocation: &Allocation) -> Result<MappedPtr> {
         let raw = &allocation.raw;
         self.check_owner(raw)?;
         if !self.is_host_visible(raw.memory_type) {
@@ -1117,12 +1124,12 @@ impl<D: Device> Allocator<D> {
                 let ptr = self.virtual_address(allocation).ok_or(Error::Device(DeviceError::Unsupported(
                     "this virtual heap has no host address (simulated or device memory)",
                 )))?;
-                return Ok(MappedAllocation { allocator: self, allocation, ptr: MappedPtr(ptr) });
+                return Ok(MappedPtr(ptr));
             }
         };
         // The allocation lies inside its block, so the sum stays inside the mapping.
         let ptr = NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize)).ok_or(Error::DoubleFree)?;
-        Ok(MappedAllocation { allocator: self, allocation, ptr: MappedPtr(ptr) })
+        Ok(MappedPtr(ptr))
     }
 
     /// Drops one guard's hold on its block's mapping.

@@ -61,6 +61,9 @@ pub enum Error {
         /// The allocation's size.
         len: u64,
     },
+    /// An upload-ring slice was retired before an older one.
+    #[error("upload ring slices must be retired oldest first")]
+    OutOfOrderRetire,
     /// A configuration value is invalid.
     #[error("invalid configuration: {reason}")]
     InvalidConfig {

@@ -30,6 +30,7 @@ mod error;
 mod mapping;
 pub mod policy;
 mod pool;
+mod upload_ring;
 pub mod virtual_heap;
 
 pub use allocator::{
@@ -42,4 +43,5 @@ pub use mapping::MappedAllocation;
 pub use policy::{
     AllocationDesc, AllocationOptions, BudgetPolicy, Dedicated, MemoryLocation, MemoryTypeChoice, Usage,
 };
+pub use upload_ring::{RetireError, UploadRing, UploadSlice};
 pub use virtual_heap::{ReleasePolicy, VirtualHeapConfig};

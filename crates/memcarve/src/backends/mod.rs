@@ -2,3 +2,5 @@
 
 #[cfg(feature = "host")]
 pub mod host;
+#[cfg(feature = "vulkan")]
+pub mod vulkan;

@@ -10,4 +10,5 @@ mod patterns;
 mod randomized;
 mod rng;
 mod threads;
+mod upload_ring;
 mod virtual_heap;

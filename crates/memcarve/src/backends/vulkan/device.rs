@@ -498,6 +498,11 @@ impl VulkanDevice {
         Ok(device)
     }
 
+    /// The context this device keeps alive, when it was made by [`VulkanDevice::from_context`].
+    pub fn context(&self) -> Option<&Arc<VulkanContext>> {
+        self.context.as_ref()
+    }
+
     /// The ash device.
     pub fn device(&self) -> &ash::Device {
         &self.device
@@ -615,7 +620,7 @@ impl VulkanDevice {
 }
 
 /// A resource's memory requirements and the driver's dedicated-allocation answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ResourceRequirements {
     /// Size, alignment and acceptable memory types.
     pub requirements: vk::MemoryRequirements,
@@ -680,7 +685,7 @@ unsafe impl Device for VulkanDevice {
                 let then = snapshot.own_usage.get(heap).copied().unwrap_or(0);
                 let now = own_now.get(heap).copied().unwrap_or(0);
                 // The driver's usage at the query, moved by what memcarve allocated or freed since.
-                let usage = (queried.usage + now).saturating_sub(then);
+                let usage = queried.usage.saturating_add(now).saturating_sub(then);
                 HeapBudget { usage, budget: queried.budget }
             })
             .collect()
