@@ -24,6 +24,7 @@ use crate::policy::{
     AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, rank_memory_types,
 };
 use crate::pool::{Placement, Pool};
+use crate::report::{BlockReport, RangeReport};
 use crate::virtual_heap::{PageEvent, VirtualHeap, VirtualHeapConfig, VirtualHeapStats};
 
 const MIB: u64 = 1 << 20;
@@ -549,6 +550,64 @@ impl<D: Device> Allocator<D> {
                 }
             }
         }
+    }
+
+    /// Every block with its used and free ranges, for reports.
+    pub fn block_reports(&self) -> Vec<BlockReport> {
+        let mut reports = Vec::new();
+        for pool in &self.pools {
+            let pool = lock(pool);
+            for (index, entry) in pool.blocks() {
+                let mut names =
+                    entry.ranges.iter().map(|info| (info.offset, info.user_data.map(|m| m.name.to_string())));
+                let ranges = entry
+                    .ranges
+                    .ranges()
+                    .map(|(offset, size, used)| {
+                        let name =
+                            if used { names.find(|(o, _)| *o == offset).and_then(|(_, n)| n) } else { None };
+                        RangeReport { offset, size, used, name }
+                    })
+                    .collect();
+                reports.push(BlockReport {
+                    memory_type: pool.memory_type,
+                    class: pool.class,
+                    kind: BlockKind::Pooled,
+                    index,
+                    size: entry.size,
+                    map_refs: entry.mapping.map_or(0, |m| m.users + u32::from(m.persistent)),
+                    ranges,
+                });
+            }
+        }
+        for (index, entry) in lock(&self.dedicated).slots.iter().enumerate() {
+            if let Some(entry) = entry {
+                let name = entry.meta.as_ref().map(|m| m.name.to_string());
+                reports.push(BlockReport {
+                    memory_type: entry.memory_type,
+                    class: entry.class,
+                    kind: BlockKind::Dedicated,
+                    index: index as u32,
+                    size: entry.size,
+                    map_refs: entry.mapping.map_or(0, |m| m.users + u32::from(m.persistent)),
+                    ranges: vec![RangeReport { offset: 0, size: entry.size, used: true, name }],
+                });
+            }
+        }
+        for (memory_type, heap) in self.heaps.iter().enumerate() {
+            if let Some(heap) = lock(heap).as_ref() {
+                reports.push(BlockReport {
+                    memory_type: memory_type as u32,
+                    class: ResourceClass::Unknown,
+                    kind: BlockKind::VirtualHeap,
+                    index: 0,
+                    size: heap.stats().committed_bytes,
+                    map_refs: 0,
+                    ranges: Vec::new(),
+                });
+            }
+        }
+        reports
     }
 
     /// Every allocation still live, with names and backtraces when tracked.

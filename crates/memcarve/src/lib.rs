@@ -30,6 +30,7 @@ mod error;
 mod mapping;
 pub mod policy;
 mod pool;
+pub mod report;
 mod upload_ring;
 pub mod virtual_heap;
 

@@ -198,3 +198,38 @@ fn leak_report_names_what_is_still_live() {
     assert_eq!((report.leaks.len(), report.leaks[0].size, report.leaks[0].name.as_str()), (1, 777, ""));
     untracked.free(a).unwrap();
 }
+
+#[test]
+fn reports_describe_every_block_and_range() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default().with_tracking(true, false));
+    let a = allocator.allocate(&AllocationDesc::new("vertices", 1000, MemoryLocation::GpuOnly)).unwrap();
+    let b = allocator.allocate(&AllocationDesc::new("indices", 500, MemoryLocation::GpuOnly)).unwrap();
+    let texture = AllocationDesc::new("albedo", 1 << 20, MemoryLocation::GpuOnly)
+        .with_class(ResourceClass::OptimalImage)
+        .with_dedicated(Dedicated::Required);
+    let c = allocator.allocate(&texture).unwrap();
+    allocator.free(a).unwrap();
+
+    let report = allocator.report();
+    assert_eq!(report.blocks.len(), 2);
+    let pooled =
+        report.blocks.iter().find(|block| !block.ranges.is_empty() && block.ranges.len() > 1).unwrap();
+    let covered: u64 = pooled.ranges.iter().map(|r| r.size).sum();
+    assert_eq!(covered, pooled.size, "ranges tile the block");
+    assert!(pooled.ranges.iter().any(|r| r.used && r.name.as_deref() == Some("indices")));
+    let json: serde_json::Value = serde_json::from_str(&allocator.report_json()).unwrap();
+    assert_eq!(json["blocks"].as_array().unwrap().len(), 2);
+    assert_eq!(json["total"]["allocation_count"], 2);
+
+    let dump: serde_json::Value = serde_json::from_str(&allocator.vma_dump_json()).unwrap();
+    assert_eq!(dump["General"]["API"], "Vulkan");
+    let type_1 = &dump["DefaultPools"]["Type 1"];
+    let suballocations = type_1["Blocks"]["0"]["Suballocations"].as_array().unwrap();
+    assert!(suballocations.iter().any(|s| s["Type"] == "FREE"));
+    assert!(suballocations.iter().any(|s| s["Type"] == "BUFFER" && s["Name"] == "indices"));
+    assert_eq!(type_1["DedicatedAllocations"][0]["Type"], "IMAGE_OPTIMAL");
+    assert_eq!(dump["Total"]["AllocationCount"], 2);
+    allocator.free(b).unwrap();
+    allocator.free(c).unwrap();
+}
