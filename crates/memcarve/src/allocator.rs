@@ -95,6 +95,9 @@ pub struct AllocatorConfig {
     pub capture_backtraces: bool,
     /// Print a leak report to stderr when the allocator is dropped with allocations still live (default on).
     pub report_leaks_on_drop: bool,
+    /// Guard bytes before and after every pooled allocation in host-visible memory, filled with a pattern and
+    /// checked on free and by [`Allocator::check_corruption`] (VMA's corruption detection). 0 (default): off.
+    pub debug_margin: u64,
 }
 
 impl Default for AllocatorConfig {
@@ -111,6 +114,7 @@ impl Default for AllocatorConfig {
             track_allocations: false,
             capture_backtraces: false,
             report_leaks_on_drop: true,
+            debug_margin: 0,
         }
     }
 }
@@ -162,6 +166,12 @@ impl AllocatorConfig {
     pub fn with_tracking(mut self, names: bool, backtraces: bool) -> AllocatorConfig {
         self.track_allocations = names || backtraces;
         self.capture_backtraces = backtraces;
+        self
+    }
+
+    /// Sets the debug margin (guard bytes on each side of host-visible pooled allocations).
+    pub fn with_debug_margin(mut self, bytes: u64) -> AllocatorConfig {
+        self.debug_margin = bytes;
         self
     }
 
@@ -230,6 +240,8 @@ pub struct RawAllocation {
     size: u64,
     user_data: u64,
     place: Place,
+    /// Bytes of debug margin in front of the allocation (0: no margins).
+    front_margin: u64,
 }
 
 impl Allocation {
@@ -362,6 +374,22 @@ struct DedicatedBlocks<B> {
 }
 
 static NEXT_ALLOCATOR_ID: AtomicU32 = AtomicU32::new(1);
+
+/// The byte debug margins are filled with.
+const MARGIN_PATTERN: u8 = 0xDC;
+
+/// Gives back one hold on a block's mapping, unmapping it when the last non-persistent hold goes.
+fn release_block_mapping<D: Device>(device: &D, block: &D::Block, mapping: &mut Option<Mapping>) {
+    if let Some(state) = mapping.as_mut() {
+        state.users = state.users.saturating_sub(1);
+        if state.users == 0 && !state.persistent {
+            *mapping = None;
+            // SAFETY: (1) the block is mapped and this was the last hold on it; no pointer into the mapping
+            // outlives the hold being given back.
+            unsafe { device.unmap(block) };
+        }
+    }
+}
 
 /// Takes a hold on a block's mapping, mapping it first if nobody holds it; returns the block's address.
 fn acquire_mapping<D: Device>(
@@ -507,6 +535,9 @@ impl<D: Device> Allocator<D> {
         match &result {
             Ok(allocation) => {
                 self.type_counters[allocation.memory_type() as usize].add_live(desc.size);
+                if allocation.raw.front_margin > 0 {
+                    self.write_margins(allocation);
+                }
                 if self.config.track_allocations {
                     self.attach_meta(allocation, desc);
                 }
@@ -654,7 +685,8 @@ impl<D: Device> Allocator<D> {
             && self.config.virtual_heap.is_none()
         {
             let mut pool = lock(self.pool(best.memory_type, desc.class));
-            if let Some(placement) = pool.place(desc.size, desc.alignment) {
+            let span = self.span(best.memory_type, desc);
+            if let Some(placement) = pool.place(span, desc.alignment) {
                 AtomicDiagnostics::bump(&self.type_counters[best.memory_type as usize].block_reuses);
                 return Ok(self.pooled(desc, best.memory_type, placement));
             }
@@ -722,12 +754,13 @@ impl<D: Device> Allocator<D> {
         // Existing blocks first.
         let (block_size, class_granularity) = {
             let mut pool = lock(self.pool(memory_type, desc.class));
-            if let Some(placement) = pool.place(desc.size, desc.alignment) {
+            let span = self.span(memory_type, desc);
+            if let Some(placement) = pool.place(span, desc.alignment) {
                 AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
                 return Ok(self.pooled(desc, memory_type, placement));
             }
             // A block big enough for the request and its worst-case alignment padding.
-            let needed = desc.size.saturating_add(desc.alignment.saturating_sub(1)).next_multiple_of(MIB);
+            let needed = span.saturating_add(desc.alignment.saturating_sub(1)).next_multiple_of(MIB);
             (pool.next_block_size.max(needed), self.properties.limits.buffer_image_granularity)
         };
         if !may_create {
@@ -754,7 +787,7 @@ impl<D: Device> Allocator<D> {
         };
         let grown = (pool.next_block_size.saturating_mul(2)).min(self.regular_max(memory_type));
         pool.next_block_size = pool.next_block_size.max(grown);
-        match pool.place_in(index, desc.size, desc.alignment) {
+        match pool.place_in(index, self.span(memory_type, desc), desc.alignment) {
             Some(placement) => Ok(self.pooled(desc, memory_type, placement)),
             // Cannot happen (the block was sized for the request), but never panic: keep the block cached.
             None => Err(Error::OutOfMemory { size: desc.size }),
@@ -798,6 +831,7 @@ impl<D: Device> Allocator<D> {
                     size: desc.size,
                     user_data: desc.user_data,
                     place: Place::Virtual { handle: placement.handle.to_raw() },
+                    front_margin: 0,
                 },
             }),
             None => Err(Error::OutOfMemory { size: desc.size }),
@@ -861,6 +895,100 @@ impl<D: Device> Allocator<D> {
             .unwrap_or_default()
     }
 
+    /// `(front, back)` debug-margin bytes for a pooled request of `memory_type` at `alignment`: the front margin
+    /// is rounded up to the alignment so the allocation itself stays aligned.
+    fn margins(&self, memory_type: u32, alignment: u64) -> (u64, u64) {
+        let margin = self.config.debug_margin;
+        if margin == 0 || !self.is_host_visible(memory_type) {
+            return (0, 0);
+        }
+        (margin.next_multiple_of(alignment.max(1)), margin)
+    }
+
+    /// Bytes a pooled request takes in its block: its size plus any debug margins.
+    fn span(&self, memory_type: u32, desc: &AllocationDesc<'_>) -> u64 {
+        let (front, back) = self.margins(memory_type, desc.alignment);
+        desc.size.saturating_add(front).saturating_add(back)
+    }
+
+    /// Fills a new allocation's debug margins with the pattern (skipped where memory cannot be mapped).
+    fn write_margins(&self, allocation: &Allocation) {
+        let raw = &allocation.raw;
+        let Ok(ptr) = self.acquire_raw_mapping(allocation) else { return };
+        let margin = self.config.debug_margin as usize;
+        // SAFETY: the allocation's range in its block is [offset - front, offset + size + margin) with
+        // front >= margin (see `margins`); the block is mapped (hold taken above) and no other allocation overlaps
+        // that range, so both guard regions are ours to write.
+        unsafe {
+            let start = ptr.0.as_ptr().sub(raw.front_margin as usize);
+            core::ptr::write_bytes(start, MARGIN_PATTERN, margin);
+            core::ptr::write_bytes(ptr.0.as_ptr().add(raw.size as usize), MARGIN_PATTERN, margin);
+        }
+        self.release_mapping(allocation);
+    }
+
+    /// Whether an allocation's debug margins still hold the pattern (true where memory cannot be mapped).
+    fn margins_intact(&self, allocation: &Allocation) -> bool {
+        let raw = &allocation.raw;
+        let Ok(ptr) = self.acquire_raw_mapping(allocation) else { return true };
+        let margin = self.config.debug_margin as usize;
+        // SAFETY: as in `write_margins`: both guard regions lie in this allocation's range of a mapped block.
+        let intact = unsafe {
+            let front = core::slice::from_raw_parts(ptr.0.as_ptr().sub(raw.front_margin as usize), margin);
+            let back = core::slice::from_raw_parts(ptr.0.as_ptr().add(raw.size as usize), margin);
+            front.iter().chain(back).all(|&byte| byte == MARGIN_PATTERN)
+        };
+        self.release_mapping(allocation);
+        intact
+    }
+
+    /// Checks the debug margins of every live pooled allocation in host-visible memory; the first damaged one
+    /// is reported. Ok when margins are off or memory cannot be mapped.
+    pub fn check_corruption(&self) -> Result<()> {
+        let margin = self.config.debug_margin;
+        if margin == 0 {
+            return Ok(());
+        }
+        for pool in &self.pools {
+            let mut pool = lock(pool);
+            let memory_type = pool.memory_type;
+            if !self.is_host_visible(memory_type) {
+                continue;
+            }
+            for (index, generation) in
+                pool.blocks().map(|(index, entry)| (index, entry.generation)).collect::<Vec<_>>()
+            {
+                let Some(entry) = pool.block_mut(index, generation) else { continue };
+                let Ok(base) = acquire_mapping(&self.device, &entry.block, &mut entry.mapping) else {
+                    continue;
+                };
+                let mut damaged = None;
+                for info in entry.ranges.iter() {
+                    // SAFETY: every live range of a host-visible pool carries margins at both ends (`span`),
+                    // inside the block, which is mapped (hold taken above).
+                    let intact = unsafe {
+                        let front = core::slice::from_raw_parts(
+                            base.as_ptr().add(info.offset as usize),
+                            margin as usize,
+                        );
+                        let back_start = base.as_ptr().add((info.offset + info.size - margin) as usize);
+                        let back = core::slice::from_raw_parts(back_start, margin as usize);
+                        front.iter().chain(back).all(|&byte| byte == MARGIN_PATTERN)
+                    };
+                    if !intact {
+                        damaged = Some(info.offset);
+                        break;
+                    }
+                }
+                release_block_mapping(&self.device, &entry.block, &mut entry.mapping);
+                if let Some(offset) = damaged {
+                    return Err(Error::Corruption { memory_type, offset });
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn regular_max(&self, memory_type: u32) -> u64 {
         let flags = self.properties.types[memory_type as usize].flags;
         let max = if flags.contains(MemoryPropertyFlags::DEVICE_LOCAL) {
@@ -876,12 +1004,14 @@ impl<D: Device> Allocator<D> {
     }
 
     fn pooled(&self, desc: &AllocationDesc<'_>, memory_type: u32, placement: Placement) -> Allocation {
+        let front_margin = self.margins(memory_type, desc.alignment).0;
         Allocation {
             raw: RawAllocation {
                 allocator: self.id,
                 memory_type,
                 class: desc.class,
-                offset: placement.offset,
+                offset: placement.offset + front_margin,
+                front_margin,
                 size: desc.size,
                 user_data: desc.user_data,
                 place: Place::Pooled {
@@ -924,6 +1054,7 @@ impl<D: Device> Allocator<D> {
                 size: desc.size,
                 user_data: desc.user_data,
                 place: Place::Dedicated { slot: slot as u32, generation },
+                front_margin: 0,
             },
         })
     }
@@ -1053,7 +1184,16 @@ impl<D: Device> Allocator<D> {
     /// nothing.
     pub fn free(&self, allocation: Allocation) -> Result<()> {
         let raw = allocation.raw;
+        let intact = raw.front_margin == 0 || raw.allocator != self.id || self.margins_intact(&allocation);
         self.free_inner(raw)?;
+        if !intact {
+            // The allocation is freed all the same (keeping it would leak it); the damage is reported.
+            self.type_counters[raw.memory_type as usize].remove_live(raw.size);
+            return Err(Error::Corruption {
+                memory_type: raw.memory_type,
+                offset: raw.offset - raw.front_margin,
+            });
+        }
         self.type_counters[raw.memory_type as usize].remove_live(raw.size);
         self.record(|| EventKind::Freed { memory_type: raw.memory_type, size: raw.size, offset: raw.offset });
         Ok(())
@@ -1070,7 +1210,7 @@ impl<D: Device> Allocator<D> {
             Place::Pooled { block, generation, handle } => {
                 let to_destroy = {
                     let mut pool = lock(self.pool(raw.memory_type, raw.class));
-                    let emptied = pool.free(block, generation, Handle::from_raw(handle), raw.size).map_err(
+                    let emptied = pool.free(block, generation, Handle::from_raw(handle)).map_err(
                         |error| match error {
                             memcarve_core::Error::ForeignHandle => Error::ForeignAllocation,
                             _ => Error::DoubleFree,
@@ -1195,15 +1335,7 @@ impl<D: Device> Allocator<D> {
     pub(crate) fn release_mapping(&self, allocation: &Allocation) {
         let raw = &allocation.raw;
         let release = |block: &D::Block, mapping: &mut Option<Mapping>| {
-            if let Some(state) = mapping.as_mut() {
-                state.users = state.users.saturating_sub(1);
-                if state.users == 0 && !state.persistent {
-                    *mapping = None;
-                    // SAFETY: (1) the block is mapped and this was the last guard on it; no pointer into the
-                    // mapping outlives the guard being dropped.
-                    unsafe { self.device.unmap(block) };
-                }
-            }
+            release_block_mapping(&self.device, block, mapping)
         };
         match raw.place {
             Place::Pooled { block, generation, .. } => {
@@ -1381,9 +1513,7 @@ impl<D: Device> Allocator<D> {
 
     /// Bytes of live allocations (as requested).
     pub fn used_bytes(&self) -> u64 {
-        let pooled: u64 = self.pools.iter().map(|pool| lock(pool).used_bytes).sum();
-        let dedicated: u64 = lock(&self.dedicated).slots.iter().flatten().map(|entry| entry.size).sum();
-        pooled + dedicated + self.virtual_sum(|stats| stats.live_bytes)
+        self.type_counters.iter().map(|t| t.live_bytes.load(Ordering::Relaxed)).sum()
     }
 
     /// Checks every pool's sub-allocators and the block accounting (O(n)); for tests.

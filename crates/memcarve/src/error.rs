@@ -61,6 +61,14 @@ pub enum Error {
         /// The allocation's size.
         len: u64,
     },
+    /// A debug margin around an allocation was overwritten: something wrote outside its allocation.
+    #[error("debug margin overwritten around the allocation at offset {offset} of memory type {memory_type}")]
+    Corruption {
+        /// Memory type of the block.
+        memory_type: u32,
+        /// Offset of the damaged allocation's range in its block.
+        offset: u64,
+    },
     /// An upload-ring slice was retired before an older one.
     #[error("upload ring slices must be retired oldest first")]
     OutOfOrderRetire,

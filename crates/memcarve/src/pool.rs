@@ -44,8 +44,6 @@ pub(crate) struct Pool<B> {
     pub next_block_size: u64,
     /// Blocks that hold no allocation right now.
     pub empty_blocks: usize,
-    /// Bytes of live allocations (as rounded by the core).
-    pub used_bytes: u64,
     pub committed_bytes: u64,
 }
 
@@ -58,7 +56,6 @@ impl<B> Pool<B> {
             slot_generations: Vec::new(),
             next_block_size: first_block_size,
             empty_blocks: 0,
-            used_bytes: 0,
             committed_bytes: 0,
         }
     }
@@ -75,7 +72,6 @@ impl<B> Pool<B> {
                 if was_empty {
                     self.empty_blocks -= 1;
                 }
-                self.used_bytes += size;
                 return Some(Placement {
                     block_index: index as u32,
                     block_generation: entry.generation,
@@ -120,7 +116,6 @@ impl<B> Pool<B> {
         let entry = self.blocks.get_mut(index as usize)?.as_mut()?;
         let allocation = entry.ranges.allocate(size, alignment, self.class).ok()?;
         self.empty_blocks -= 1;
-        self.used_bytes += size;
         Some(Placement {
             block_index: index,
             block_generation: entry.generation,
@@ -135,7 +130,6 @@ impl<B> Pool<B> {
         block_index: u32,
         block_generation: u32,
         handle: Handle,
-        size: u64,
     ) -> Result<bool, memcarve_core::Error> {
         let entry = match self.blocks.get_mut(block_index as usize) {
             Some(Some(entry)) if entry.generation == block_generation => entry,
@@ -143,7 +137,6 @@ impl<B> Pool<B> {
             _ => return Err(memcarve_core::Error::StaleHandle),
         };
         entry.ranges.free(handle)?;
-        self.used_bytes -= size;
         let empty = entry.ranges.is_empty();
         if empty {
             self.empty_blocks += 1;
@@ -179,7 +172,6 @@ impl<B> Pool<B> {
     pub fn take_all_blocks(&mut self) -> Vec<(B, Option<Mapping>, u64)> {
         self.empty_blocks = 0;
         self.committed_bytes = 0;
-        self.used_bytes = 0;
         self.blocks.drain(..).flatten().map(|entry| (entry.block, entry.mapping, entry.size)).collect()
     }
 

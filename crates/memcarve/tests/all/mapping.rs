@@ -116,3 +116,32 @@ fn dedicated_and_persistent_mappings() {
     allocator.trim_empty_blocks();
     assert_eq!(device.counters().maps, device.counters().unmaps, "destroyed blocks were unmapped first");
 }
+
+#[test]
+fn debug_margins_catch_writes_outside_an_allocation() {
+    let config = AllocatorConfig::default().with_debug_margin(64);
+    let (_, allocator) = real(MemoryProfile::discrete(), config);
+    let desc = AllocationDesc::new("guarded", 100, MemoryLocation::CpuToGpu).with_alignment(256);
+    let a = allocator.allocate(&desc).unwrap();
+    let b = allocator.allocate(&desc).unwrap();
+    assert_eq!(a.offset() % 256, 0, "margins keep the alignment");
+    assert!(b.offset() >= a.offset() + 100 + 64, "b lies past a's back margin");
+    allocator.map(&a).unwrap().write(0, &[1; 100]).unwrap();
+    allocator.check_corruption().unwrap();
+
+    // Write one byte past `a` through a raw pointer, as a buggy shader or memcpy would.
+    let mapped = allocator.map(&a).unwrap();
+    // SAFETY: the byte past `a` is inside its back margin, which lies in the same mapped block.
+    unsafe { *mapped.as_ptr().add(100) = 0 };
+    drop(mapped);
+    assert!(matches!(allocator.check_corruption(), Err(Error::Corruption { memory_type: 4, .. })));
+    assert!(matches!(allocator.free(a), Err(Error::Corruption { .. })), "reported on free too");
+    allocator.check_corruption().unwrap();
+    assert_eq!(allocator.used_bytes(), 100, "the damaged allocation was freed all the same");
+    allocator.free(b).unwrap();
+    allocator.check().unwrap();
+
+    // Device-only memory has no margins (it cannot be mapped to check them).
+    let gpu = allocator.allocate(&AllocationDesc::new("gpu", 100, MemoryLocation::GpuOnly)).unwrap();
+    allocator.free(gpu).unwrap();
+}
