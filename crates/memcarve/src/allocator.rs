@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use memcarve_core::{Handle, ResourceClass};
 
+use crate::custom_pool::{CustomBlock, CustomPool, PoolDesc, PoolId, PoolStrategy, Ranges};
 use crate::device::{BlockDesc, Device, DeviceError, MemoryProperties, MemoryPropertyFlags, VirtualMemory};
 use crate::diagnostics::{
     AllocationMeta, AllocatorStats, DeviceMemoryCallbacks, Diagnostics, Event, EventKind, EventRing, Leak,
@@ -194,6 +195,7 @@ enum Place {
     Pooled { block: u32, generation: u32, handle: u64 },
     Dedicated { slot: u32, generation: u32 },
     Virtual { handle: u64 },
+    Custom { pool: u32, pool_generation: u32, block: u32, handle: u64 },
 }
 
 /// What kind of memory holds an allocation.
@@ -205,6 +207,8 @@ pub enum BlockKind {
     Dedicated,
     /// The memory type's virtual heap (offsets are within its reserved address range).
     VirtualHeap,
+    /// A block of a custom pool.
+    CustomPool,
 }
 
 /// A live allocation. Not `Copy` or `Clone`: [`Allocator::free`] consumes it.
@@ -225,6 +229,8 @@ pub struct BlockKey {
     pub kind: BlockKind,
     /// Slot index within its pool or the dedicated list.
     pub index: u32,
+    /// Custom pool index (0 otherwise).
+    pub pool: u32,
     /// Generation of the slot (slots are reused by later blocks).
     pub generation: u32,
 }
@@ -277,12 +283,15 @@ impl Allocation {
 
     /// Which block holds it: equal keys mean the same block, so reports and tests can group allocations.
     pub fn block_key(&self) -> BlockKey {
-        let (kind, index, generation) = match self.raw.place {
-            Place::Pooled { block, generation, .. } => (BlockKind::Pooled, block, generation),
-            Place::Dedicated { slot, generation } => (BlockKind::Dedicated, slot, generation),
-            Place::Virtual { .. } => (BlockKind::VirtualHeap, 0, 0),
+        let (kind, index, generation, pool) = match self.raw.place {
+            Place::Pooled { block, generation, .. } => (BlockKind::Pooled, block, generation, 0),
+            Place::Dedicated { slot, generation } => (BlockKind::Dedicated, slot, generation, 0),
+            Place::Virtual { .. } => (BlockKind::VirtualHeap, 0, 0, 0),
+            Place::Custom { pool, pool_generation, block, .. } => {
+                (BlockKind::CustomPool, block, pool_generation, pool)
+            }
         };
-        BlockKey { memory_type: self.raw.memory_type, class: self.raw.class, kind, index, generation }
+        BlockKey { memory_type: self.raw.memory_type, class: self.raw.class, kind, index, generation, pool }
     }
 
     /// The plain-data form; the allocation stays live until freed through [`Allocation::from_raw`].
@@ -378,6 +387,9 @@ static NEXT_ALLOCATOR_ID: AtomicU32 = AtomicU32::new(1);
 /// The byte debug margins are filled with.
 const MARGIN_PATTERN: u8 = 0xDC;
 
+/// Custom pools one allocator can hold at once.
+const MAX_CUSTOM_POOLS: usize = 64;
+
 /// Gives back one hold on a block's mapping, unmapping it when the last non-persistent hold goes.
 fn release_block_mapping<D: Device>(device: &D, block: &D::Block, mapping: &mut Option<Mapping>) {
     if let Some(state) = mapping.as_mut() {
@@ -433,6 +445,10 @@ pub struct Allocator<D: Device> {
     /// `memory_type * 4 + class`.
     pools: Vec<Mutex<Pool<D::Block>>>,
     dedicated: Mutex<DedicatedBlocks<D::Block>>,
+    /// Custom pools, a fixed number of slots (each with its own lock).
+    custom_pools: Vec<Mutex<Option<CustomPool<D::Block>>>>,
+    /// Generation the next pool in each custom slot gets.
+    custom_generations: Mutex<Vec<u32>>,
     /// One per memory type, created on first use (virtual-heap mode only).
     heaps: Vec<Mutex<Option<VirtualHeap<D::Virtual>>>>,
     live_blocks: AtomicU32,
@@ -483,6 +499,8 @@ impl<D: Device> Allocator<D> {
         let heaps = (0..properties.types.len()).map(|_| Mutex::new(None)).collect();
         let events = Mutex::new(EventRing::new(config.event_capacity));
         let type_counters = (0..properties.types.len()).map(|_| TypeCounters::default()).collect();
+        let custom_pools = (0..MAX_CUSTOM_POOLS).map(|_| Mutex::new(None)).collect();
+        let custom_generations = Mutex::new(vec![0; MAX_CUSTOM_POOLS]);
         Ok(Allocator {
             device,
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
@@ -495,6 +513,8 @@ impl<D: Device> Allocator<D> {
             block_limit,
             diagnostics: AtomicDiagnostics::default(),
             type_counters,
+            custom_pools,
+            custom_generations,
             events,
         })
     }
@@ -580,7 +600,179 @@ impl<D: Device> Allocator<D> {
                     heap.set_meta(&Handle::from_raw(handle), meta);
                 }
             }
+            // Custom pools keep no per-allocation data; leak reports count their allocations per pool.
+            Place::Custom { .. } => {}
         }
+    }
+
+    /// Creates a custom pool (see [`PoolDesc`]); its `min_blocks` blocks are created at once.
+    pub fn create_pool(&self, desc: &PoolDesc<'_>) -> Result<PoolId> {
+        let max_size = self.properties.limits.max_allocation_size;
+        if desc.memory_type as usize >= self.properties.types.len() {
+            return Err(Error::InvalidConfig { reason: "pool memory type out of range" });
+        }
+        if desc.block_size == 0 || desc.block_size > max_size {
+            return Err(Error::InvalidConfig {
+                reason: "pool block size is zero or above the device's limit",
+            });
+        }
+        let single = desc.strategy != PoolStrategy::Tlsf;
+        let max_blocks = if single { 1 } else { desc.max_blocks.max(1) };
+        let min_blocks = if single { 1 } else { desc.min_blocks.min(max_blocks) };
+        let mut blocks = Vec::new();
+        for _ in 0..min_blocks {
+            match self.new_custom_block(desc.memory_type, desc.block_size, desc.strategy) {
+                Ok(block) => blocks.push(block),
+                Err(error) => {
+                    for entry in blocks {
+                        self.destroy_block(entry.block, entry.mapping, desc.memory_type, entry.size);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        for (index, slot) in self.custom_pools.iter().enumerate() {
+            let mut slot = lock(slot);
+            if slot.is_none() {
+                let generation = lock(&self.custom_generations)[index];
+                *slot = Some(CustomPool {
+                    name: desc.name.to_string(),
+                    memory_type: desc.memory_type,
+                    class: desc.class,
+                    block_size: desc.block_size,
+                    max_blocks,
+                    strategy: desc.strategy,
+                    generation,
+                    blocks,
+                    live_count: 0,
+                    live_bytes: 0,
+                });
+                return Ok(PoolId { index: index as u32, generation });
+            }
+        }
+        for entry in blocks {
+            self.destroy_block(entry.block, entry.mapping, desc.memory_type, entry.size);
+        }
+        Err(Error::TooManyPools { limit: MAX_CUSTOM_POOLS })
+    }
+
+    fn new_custom_block(
+        &self,
+        memory_type: u32,
+        size: u64,
+        strategy: PoolStrategy,
+    ) -> Result<CustomBlock<D::Block>> {
+        let block = self.create_block(BlockDesc::new(memory_type, size), self.heap_of(memory_type))?;
+        match Ranges::new(strategy, size, self.properties.limits.buffer_image_granularity) {
+            Ok(ranges) => Ok(CustomBlock { block, size, mapping: None, ranges }),
+            Err(_) => {
+                self.destroy_block(block, None, memory_type, size);
+                Err(Error::InvalidConfig { reason: "pool block size not usable by the core" })
+            }
+        }
+    }
+
+    /// Allocates from a custom pool: `desc`'s size, alignment, name and user data; the memory type and class
+    /// are the pool's. A TLSF pool adds a block (up to its maximum) when none has room.
+    pub fn allocate_in_pool(&self, pool: PoolId, desc: &AllocationDesc<'_>) -> Result<Allocation> {
+        let result = self.allocate_in_pool_inner(pool, desc);
+        match &result {
+            Ok(allocation) => self.type_counters[allocation.memory_type() as usize].add_live(desc.size),
+            Err(_) => AtomicDiagnostics::bump(&self.diagnostics.failures),
+        }
+        result
+    }
+
+    fn allocate_in_pool_inner(&self, id: PoolId, desc: &AllocationDesc<'_>) -> Result<Allocation> {
+        if desc.size == 0 {
+            return Err(Error::ZeroSize);
+        }
+        if !desc.alignment.is_power_of_two() {
+            return Err(Error::InvalidAlignment { alignment: desc.alignment });
+        }
+        let slot = self.custom_pools.get(id.index as usize).ok_or(Error::InvalidPool)?;
+        let mut guard = lock(slot);
+        let pool = guard.as_mut().filter(|p| p.generation == id.generation).ok_or(Error::InvalidPool)?;
+        if desc.size > pool.block_size {
+            return Err(Error::SizeTooLarge { size: desc.size, limit: pool.block_size });
+        }
+        let (memory_type, class) = (pool.memory_type, pool.class);
+        let mut placed = None;
+        for (index, entry) in pool.blocks.iter_mut().enumerate() {
+            if let Ok(range) = entry.ranges.allocate(desc.size, desc.alignment, class) {
+                placed = Some((index, range));
+                break;
+            }
+        }
+        if placed.is_none() && (pool.blocks.len() as u32) < pool.max_blocks {
+            // Custom pools create blocks under their own lock: only this pool waits for the driver.
+            let entry = self.new_custom_block(memory_type, pool.block_size, pool.strategy)?;
+            pool.blocks.push(entry);
+            let index = pool.blocks.len() - 1;
+            if let Some(entry) = pool.blocks.last_mut()
+                && let Ok(range) = entry.ranges.allocate(desc.size, desc.alignment, class)
+            {
+                placed = Some((index, range));
+            }
+        }
+        let (block, range) = placed.ok_or(Error::OutOfMemory { size: desc.size })?;
+        pool.live_count += 1;
+        pool.live_bytes += desc.size;
+        Ok(Allocation {
+            raw: RawAllocation {
+                allocator: self.id,
+                memory_type,
+                class,
+                offset: range.offset,
+                size: desc.size,
+                user_data: desc.user_data,
+                place: Place::Custom {
+                    pool: id.index,
+                    pool_generation: id.generation,
+                    block: block as u32,
+                    handle: range.handle.to_raw(),
+                },
+                front_margin: 0,
+            },
+        })
+    }
+
+    /// Frees every allocation of a custom pool at once (a stack's or ring's `free_all`); each of them becomes
+    /// stale (freeing one later is an [`Error::DoubleFree`]). Blocks stay.
+    pub fn reset_pool(&self, id: PoolId) -> Result<()> {
+        let slot = self.custom_pools.get(id.index as usize).ok_or(Error::InvalidPool)?;
+        let mut guard = lock(slot);
+        let pool = guard.as_mut().filter(|p| p.generation == id.generation).ok_or(Error::InvalidPool)?;
+        for entry in &mut pool.blocks {
+            entry.ranges.reset();
+        }
+        let counters = &self.type_counters[pool.memory_type as usize];
+        counters.live_allocations.fetch_sub(pool.live_count, Ordering::Relaxed);
+        counters.live_bytes.fetch_sub(pool.live_bytes, Ordering::Relaxed);
+        pool.live_count = 0;
+        pool.live_bytes = 0;
+        Ok(())
+    }
+
+    /// Destroys a custom pool and its blocks. A pool that still holds allocations is an error and stays.
+    pub fn destroy_pool(&self, id: PoolId) -> Result<()> {
+        let slot = self.custom_pools.get(id.index as usize).ok_or(Error::InvalidPool)?;
+        let pool = {
+            let mut guard = lock(slot);
+            let pool = guard.as_ref().filter(|p| p.generation == id.generation).ok_or(Error::InvalidPool)?;
+            let allocations = pool.allocation_count();
+            if allocations > 0 {
+                return Err(Error::PoolNotEmpty { allocations });
+            }
+            lock(&self.custom_generations)[id.index as usize] = id.generation.wrapping_add(1);
+            guard.take()
+        };
+        if let Some(pool) = pool {
+            for entry in pool.blocks {
+                self.destroy_block(entry.block, entry.mapping, pool.memory_type, entry.size);
+            }
+        }
+        Ok(())
     }
 
     /// Every block with its used and free ranges, for reports.
@@ -658,6 +850,19 @@ impl<D: Device> Allocator<D> {
         for (memory_type, heap) in self.heaps.iter().enumerate() {
             if let Some(heap) = lock(heap).as_ref() {
                 heap.leaks(memory_type as u32, &mut leaks);
+            }
+        }
+        for slot in &self.custom_pools {
+            if let Some(pool) = lock(slot).as_ref()
+                && pool.live_count > 0
+            {
+                leaks.push(Leak {
+                    name: format!("{} ({} allocations in custom pool)", pool.name, pool.live_count),
+                    size: pool.live_bytes,
+                    memory_type: pool.memory_type,
+                    class: pool.class,
+                    backtrace: None,
+                });
             }
         }
         LeakReport { leaks }
@@ -1227,6 +1432,20 @@ impl<D: Device> Allocator<D> {
                 }
                 Ok(())
             }
+            Place::Custom { pool, pool_generation, block, handle } => {
+                let mut slot = lock(self.custom_pools.get(pool as usize).ok_or(Error::ForeignAllocation)?);
+                let custom =
+                    slot.as_mut().filter(|p| p.generation == pool_generation).ok_or(Error::DoubleFree)?;
+                let entry = custom.block_mut(block).ok_or(Error::DoubleFree)?;
+                entry.ranges.free(Handle::from_raw(handle)).map_err(|error| match error {
+                    memcarve_core::Error::OutOfOrderFree => Error::OutOfOrderFree,
+                    memcarve_core::Error::ForeignHandle => Error::ForeignAllocation,
+                    _ => Error::DoubleFree,
+                })?;
+                custom.live_count -= 1;
+                custom.live_bytes -= raw.size;
+                Ok(())
+            }
             Place::Virtual { handle } => {
                 let vm = self.device.virtual_memory().ok_or(Error::ForeignAllocation)?;
                 let mut slot = lock(&self.heaps[raw.memory_type as usize]);
@@ -1264,24 +1483,42 @@ impl<D: Device> Allocator<D> {
     /// Runs `f` on the device block that holds `allocation` (to bind it, export it, or map it).
     pub fn with_block<R>(&self, allocation: &Allocation, f: impl FnOnce(&D::Block) -> R) -> Result<R> {
         let raw = &allocation.raw;
-        if raw.allocator != self.id || raw.memory_type as usize >= self.properties.types.len() {
-            return Err(Error::ForeignAllocation);
-        }
+        self.check_owner(raw)?;
+        self.with_block_entry(raw, |block, _, _| f(block))
+    }
+
+    /// Runs `f` on the block holding `raw` (device block, mapping state, block size) under that block's lock.
+    fn with_block_entry<R>(
+        &self,
+        raw: &RawAllocation,
+        f: impl FnOnce(&D::Block, &mut Option<Mapping>, u64) -> R,
+    ) -> Result<R> {
         match raw.place {
             Place::Pooled { block, generation, .. } => {
-                let pool = lock(self.pool(raw.memory_type, raw.class));
-                let entry = pool.block(block, generation).ok_or(Error::DoubleFree)?;
-                Ok(f(&entry.block))
+                let mut pool = lock(self.pool(raw.memory_type, raw.class));
+                let entry = pool.block_mut(block, generation).ok_or(Error::DoubleFree)?;
+                Ok(f(&entry.block, &mut entry.mapping, entry.size))
+            }
+            Place::Dedicated { slot, generation } => {
+                let mut dedicated = lock(&self.dedicated);
+                match dedicated.slots.get_mut(slot as usize) {
+                    Some(Some(entry)) if entry.generation == generation => {
+                        Ok(f(&entry.block, &mut entry.mapping, entry.size))
+                    }
+                    _ => Err(Error::DoubleFree),
+                }
+            }
+            Place::Custom { pool, pool_generation, block, .. } => {
+                let mut slot = lock(self.custom_pools.get(pool as usize).ok_or(Error::ForeignAllocation)?);
+                let entry = slot
+                    .as_mut()
+                    .filter(|p| p.generation == pool_generation)
+                    .and_then(|p| p.block_mut(block))
+                    .ok_or(Error::DoubleFree)?;
+                Ok(f(&entry.block, &mut entry.mapping, entry.size))
             }
             Place::Virtual { .. } => {
                 Err(Error::InvalidConfig { reason: "virtual-heap allocations have no block" })
-            }
-            Place::Dedicated { slot, generation } => {
-                let dedicated = lock(&self.dedicated);
-                match dedicated.slots.get(slot as usize) {
-                    Some(Some(entry)) if entry.generation == generation => Ok(f(&entry.block)),
-                    _ => Err(Error::DoubleFree),
-                }
             }
         }
     }
@@ -1302,30 +1539,16 @@ impl<D: Device> Allocator<D> {
         if !self.is_host_visible(raw.memory_type) {
             return Err(Error::NotHostVisible { memory_type: raw.memory_type });
         }
-        let base = match raw.place {
-            Place::Pooled { block, generation, .. } => {
-                let mut pool = lock(self.pool(raw.memory_type, raw.class));
-                let entry = pool.block_mut(block, generation).ok_or(Error::DoubleFree)?;
-                // Mapping is a quick driver call (no allocation), made under the pool lock so that two threads
-                // never map one block twice.
-                acquire_mapping(&self.device, &entry.block, &mut entry.mapping)?
-            }
-            Place::Dedicated { slot, generation } => {
-                let mut dedicated = lock(&self.dedicated);
-                match dedicated.slots.get_mut(slot as usize) {
-                    Some(Some(entry)) if entry.generation == generation => {
-                        acquire_mapping(&self.device, &entry.block, &mut entry.mapping)?
-                    }
-                    _ => return Err(Error::DoubleFree),
-                }
-            }
-            Place::Virtual { .. } => {
-                let ptr = self.virtual_address(allocation).ok_or(Error::Device(DeviceError::Unsupported(
-                    "this virtual heap has no host address (simulated or device memory)",
-                )))?;
-                return Ok(MappedPtr(ptr));
-            }
-        };
+        if matches!(raw.place, Place::Virtual { .. }) {
+            let ptr = self.virtual_address(allocation).ok_or(Error::Device(DeviceError::Unsupported(
+                "this virtual heap has no host address (simulated or device memory)",
+            )))?;
+            return Ok(MappedPtr(ptr));
+        }
+        // Mapping is a quick driver call (no allocation), made under the block's lock so that two threads never
+        // map one block twice.
+        let base =
+            self.with_block_entry(raw, |block, mapping, _| acquire_mapping(&self.device, block, mapping))??;
         // The allocation lies inside its block, so the sum stays inside the mapping.
         let ptr = NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize)).ok_or(Error::DoubleFree)?;
         Ok(MappedPtr(ptr))
@@ -1334,25 +1557,11 @@ impl<D: Device> Allocator<D> {
     /// Drops one guard's hold on its block's mapping.
     pub(crate) fn release_mapping(&self, allocation: &Allocation) {
         let raw = &allocation.raw;
-        let release = |block: &D::Block, mapping: &mut Option<Mapping>| {
-            release_block_mapping(&self.device, block, mapping)
-        };
-        match raw.place {
-            Place::Pooled { block, generation, .. } => {
-                let mut pool = lock(self.pool(raw.memory_type, raw.class));
-                if let Some(entry) = pool.block_mut(block, generation) {
-                    release(&entry.block, &mut entry.mapping);
-                }
-            }
-            Place::Dedicated { slot, generation } => {
-                let mut dedicated = lock(&self.dedicated);
-                if let Some(Some(entry)) = dedicated.slots.get_mut(slot as usize)
-                    && entry.generation == generation
-                {
-                    release(&entry.block, &mut entry.mapping);
-                }
-            }
-            Place::Virtual { .. } => {}
+        if !matches!(raw.place, Place::Virtual { .. }) {
+            // A guard exists only for a live allocation, so its block is there; nothing to report otherwise.
+            let _ = self.with_block_entry(raw, |block, mapping, _| {
+                release_block_mapping(&self.device, block, mapping)
+            });
         }
     }
 
@@ -1383,24 +1592,11 @@ impl<D: Device> Allocator<D> {
                 }
             }
         };
-        match raw.place {
-            Place::Pooled { block, generation, .. } => {
-                let pool = lock(self.pool(raw.memory_type, raw.class));
-                let entry = pool.block(block, generation).ok_or(Error::DoubleFree)?;
-                Ok(call(&entry.block, entry.size)?)
-            }
-            Place::Dedicated { slot, generation } => {
-                let dedicated = lock(&self.dedicated);
-                match dedicated.slots.get(slot as usize) {
-                    Some(Some(entry)) if entry.generation == generation => {
-                        Ok(call(&entry.block, entry.size)?)
-                    }
-                    _ => Err(Error::DoubleFree),
-                }
-            }
+        if matches!(raw.place, Place::Virtual { .. }) {
             // Virtual heaps on non-coherent memory are not supported yet; host memory is coherent.
-            Place::Virtual { .. } => Ok(()),
+            return Ok(());
         }
+        Ok(self.with_block_entry(raw, |block, _, block_size| call(block, block_size))??)
     }
 
     fn check_owner(&self, raw: &RawAllocation) -> Result<()> {
@@ -1478,6 +1674,24 @@ impl<D: Device> Allocator<D> {
             };
             stats.add(entry.memory_type, entry.class, &block);
         }
+        for slot in &self.custom_pools {
+            if let Some(pool) = lock(slot).as_ref() {
+                for entry in &pool.blocks {
+                    let ranges = entry.ranges.stats();
+                    let block = MemoryStats {
+                        committed_bytes: entry.size,
+                        used_bytes: ranges.used_bytes,
+                        free_bytes: ranges.free_bytes,
+                        allocation_count: ranges.allocation_count as u64,
+                        block_count: 1,
+                        free_range_count: ranges.free_range_count as u64,
+                        largest_free_range: ranges.largest_free_range,
+                        empty_block_count: u64::from(ranges.allocation_count == 0),
+                    };
+                    stats.add(pool.memory_type, pool.class, &block);
+                }
+            }
+        }
         for (memory_type, heap) in self.heaps.iter().enumerate() {
             if let Some(heap) = lock(heap).as_ref() {
                 let heap_stats = heap.stats();
@@ -1549,6 +1763,18 @@ impl<D: Device> Allocator<D> {
             }
         }
         blocks += lock(&self.dedicated).slots.iter().flatten().count() as u32;
+        for slot in &self.custom_pools {
+            if let Some(pool) = lock(slot).as_ref() {
+                for entry in &pool.blocks {
+                    match &entry.ranges {
+                        Ranges::Tlsf(ranges) => ranges.check()?,
+                        Ranges::Stack(stack) => stack.check()?,
+                        Ranges::Ring(ring) => ring.check()?,
+                    }
+                }
+                blocks += pool.blocks.len() as u32;
+            }
+        }
         if blocks != self.block_count() {
             return Err(memcarve_core::Violation {
                 what: "live block count disagrees with the pools",
@@ -1577,6 +1803,13 @@ impl<D: Device> Drop for Allocator<D> {
         blocks.extend(dedicated.into_iter().map(|e| (e.block, e.mapping, e.memory_type, e.size)));
         for (block, mapping, memory_type, size) in blocks {
             self.destroy_block(block, mapping, memory_type, size);
+        }
+        for slot in &self.custom_pools {
+            if let Some(pool) = lock(slot).take() {
+                for entry in pool.blocks {
+                    self.destroy_block(entry.block, entry.mapping, pool.memory_type, entry.size);
+                }
+            }
         }
         if let Some(vm) = self.device.virtual_memory() {
             for heap in &self.heaps {

@@ -69,6 +69,24 @@ pub enum Error {
         /// Offset of the damaged allocation's range in its block.
         offset: u64,
     },
+    /// A stack or ring pool was asked to free something other than the allocation that must go next.
+    #[error("this pool frees in stack (newest first) or ring (oldest first) order")]
+    OutOfOrderFree,
+    /// The pool id names no live pool of this allocator.
+    #[error("no such custom pool")]
+    InvalidPool,
+    /// A custom pool still holds allocations.
+    #[error("custom pool still holds {allocations} allocations")]
+    PoolNotEmpty {
+        /// Live allocations in it.
+        allocations: usize,
+    },
+    /// Every custom pool slot is in use.
+    #[error("too many custom pools (limit {limit})")]
+    TooManyPools {
+        /// The limit.
+        limit: usize,
+    },
     /// An upload-ring slice was retired before an older one.
     #[error("upload ring slices must be retired oldest first")]
     OutOfOrderRetire,

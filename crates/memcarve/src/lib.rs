@@ -24,6 +24,7 @@ pub use memcarve_core::ResourceClass;
 
 mod allocator;
 pub mod backends;
+mod custom_pool;
 pub mod device;
 pub mod diagnostics;
 mod error;
@@ -37,6 +38,7 @@ pub mod virtual_heap;
 pub use allocator::{
     Allocation, AllocationSizes, Allocator, AllocatorConfig, BlockKey, BlockKind, RawAllocation,
 };
+pub use custom_pool::{PoolDesc, PoolId, PoolStrategy};
 pub use device::{Device, MemoryPropertyFlags};
 pub use diagnostics::{AllocatorStats, Diagnostics, MemoryStats};
 pub use error::{Error, Result};

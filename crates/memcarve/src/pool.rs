@@ -190,12 +190,4 @@ impl<B> Pool<B> {
             _ => None,
         }
     }
-
-    /// The device block at `index`, if live and of `generation`.
-    pub fn block(&self, index: u32, generation: u32) -> Option<&PoolBlock<B>> {
-        match self.blocks.get(index as usize) {
-            Some(Some(entry)) if entry.generation == generation => Some(entry),
-            _ => None,
-        }
-    }
 }

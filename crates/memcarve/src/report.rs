@@ -72,6 +72,7 @@ fn kind_name<S: serde::Serializer>(kind: &BlockKind, serializer: S) -> Result<S:
         BlockKind::Pooled => "pooled",
         BlockKind::Dedicated => "dedicated",
         BlockKind::VirtualHeap => "virtual_heap",
+        BlockKind::CustomPool => "custom_pool",
     })
 }
 

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
 
 mod basics;
+mod custom_pools;
 mod faults;
 mod mapping;
 mod observability;

@@ -1,0 +1,97 @@
+//! Custom pools: their own block size, block-count limits and strategy (TLSF, stack, ring).
+
+use std::sync::Arc;
+
+use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+use memcarve::{
+    Allocation, AllocationDesc, Allocator, AllocatorConfig, Error, MemoryLocation, PoolDesc, PoolStrategy,
+};
+
+fn setup() -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
+    let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Real)));
+    let allocator = Allocator::new(Arc::clone(&device), AllocatorConfig::default()).unwrap();
+    (device, allocator)
+}
+
+fn desc(size: u64) -> AllocationDesc<'static> {
+    AllocationDesc::new("pooled", size, MemoryLocation::Unknown)
+}
+
+#[test]
+fn tlsf_pool_grows_to_its_limit() {
+    let (device, allocator) = setup();
+    let pool = allocator.create_pool(&PoolDesc::new("meshes", 1, 1 << 20).with_block_count(1, 3)).unwrap();
+    assert_eq!(device.counters().live_blocks, 1, "min_blocks created with the pool");
+    let live: Vec<Allocation> =
+        (0..3).map(|_| allocator.allocate_in_pool(pool, &desc(900 << 10)).unwrap()).collect();
+    assert_eq!(device.counters().live_blocks, 3);
+    assert!(live.iter().all(|a| a.memory_type() == 1));
+    assert!(matches!(allocator.allocate_in_pool(pool, &desc(900 << 10)), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(allocator.allocate_in_pool(pool, &desc(2 << 20)), Err(Error::SizeTooLarge { .. })));
+    assert_eq!(allocator.destroy_pool(pool), Err(Error::PoolNotEmpty { allocations: 3 }));
+    assert_eq!(allocator.stats().total.allocation_count, 3);
+    allocator.check().unwrap();
+    for a in live {
+        allocator.free(a).unwrap();
+    }
+    allocator.destroy_pool(pool).unwrap();
+    assert_eq!(device.counters().live_blocks, 0);
+    assert_eq!(allocator.allocate_in_pool(pool, &desc(16)).unwrap_err(), Error::InvalidPool, "stale pool id");
+}
+
+#[test]
+fn stack_pool_frees_newest_first_and_resets() {
+    let (_device, allocator) = setup();
+    let pool = allocator
+        .create_pool(&PoolDesc::new("frame", 2, 1 << 20).with_strategy(PoolStrategy::Stack))
+        .unwrap();
+    let a = allocator.allocate_in_pool(pool, &desc(1000)).unwrap();
+    let b = allocator.allocate_in_pool(pool, &desc(1000).with_alignment(256)).unwrap();
+    assert_eq!((a.offset(), b.offset()), (0, 1024));
+    let a_raw = a.into_raw();
+    assert_eq!(allocator.free(Allocation::from_raw(a_raw)), Err(Error::OutOfOrderFree));
+    // Mapped writes work in custom pools of host-visible memory.
+    allocator.map(&b).unwrap().write(0, b"frame data").unwrap();
+    allocator.free(b).unwrap();
+    allocator.free(Allocation::from_raw(a_raw)).unwrap();
+    let c = allocator.allocate_in_pool(pool, &desc(64)).unwrap();
+    let c_raw = c.into_raw();
+    allocator.reset_pool(pool).unwrap();
+    assert_eq!(allocator.used_bytes(), 0, "reset released everything");
+    assert_eq!(allocator.free(Allocation::from_raw(c_raw)), Err(Error::DoubleFree), "stale after reset");
+    allocator.check().unwrap();
+    allocator.destroy_pool(pool).unwrap();
+}
+
+#[test]
+fn ring_pool_frees_oldest_first_and_wraps() {
+    let (_device, allocator) = setup();
+    let pool =
+        allocator.create_pool(&PoolDesc::new("ring", 4, 4096).with_strategy(PoolStrategy::Ring)).unwrap();
+    let mut live = std::collections::VecDeque::new();
+    let mut wrapped = false;
+    for _ in 0..100 {
+        match allocator.allocate_in_pool(pool, &desc(1000)) {
+            Ok(a) => {
+                wrapped |= a.offset() == 0 && !live.is_empty();
+                live.push_back(a);
+            }
+            Err(Error::OutOfMemory { .. }) => allocator.free(live.pop_front().unwrap()).unwrap(),
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(wrapped, "the ring wrapped to its start");
+    let newest = live.pop_back().unwrap().into_raw();
+    if !live.is_empty() {
+        assert_eq!(allocator.free(Allocation::from_raw(newest)), Err(Error::OutOfOrderFree));
+    }
+    while let Some(a) = live.pop_front() {
+        allocator.free(a).unwrap();
+    }
+    allocator.free(Allocation::from_raw(newest)).unwrap();
+    allocator.destroy_pool(pool).unwrap();
+    assert_eq!(
+        allocator.create_pool(&PoolDesc::new("bad", 99, 4096)).unwrap_err(),
+        Error::InvalidConfig { reason: "pool memory type out of range" }
+    );
+}
