@@ -87,7 +87,7 @@ pub struct PoolId {
 /// The range allocator of one custom-pool block.
 #[derive(Debug)]
 pub(crate) enum Ranges {
-    Tlsf(VirtualBlock<()>),
+    Tlsf(Box<VirtualBlock<()>>),
     Stack(LinearAllocator),
     Ring(RingAllocator),
 }
@@ -99,9 +99,9 @@ impl Ranges {
         class_granularity: u64,
     ) -> Result<Ranges, memcarve_core::Error> {
         Ok(match strategy {
-            PoolStrategy::Tlsf => Ranges::Tlsf(VirtualBlock::with_config(
+            PoolStrategy::Tlsf => Ranges::Tlsf(Box::new(VirtualBlock::with_config(
                 VirtualBlockConfig::new(size).with_class_granularity(class_granularity.max(1)),
-            )?),
+            )?)),
             PoolStrategy::Stack => Ranges::Stack(LinearAllocator::new(size)?),
             PoolStrategy::Ring => Ranges::Ring(RingAllocator::new(size)?),
         })
