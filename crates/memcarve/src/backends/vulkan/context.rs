@@ -164,7 +164,8 @@ unsafe extern "system" fn record_message(
 ) -> vk::Bool32 {
     // SAFETY: `user_data` is the context's `Arc<ValidationLog>` pointer, alive while the messenger is (see the
     // function's `# Safety`); `data` is null or valid for the duration of the call, as the layer promises.
-    let (Some(log), Some(data)) = (unsafe { user_data.cast::<ValidationLog>().as_ref() }, unsafe { data.as_ref() })
+    let (Some(log), Some(data)) =
+        (unsafe { user_data.cast::<ValidationLog>().as_ref() }, unsafe { data.as_ref() })
     else {
         return vk::FALSE;
     };
@@ -294,14 +295,15 @@ impl VulkanContext {
             None
         };
 
-        let destroy_instance = |messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>| {
-            if let Some((loader, messenger)) = messenger {
-                // SAFETY: the messenger was created above on this instance and is destroyed once.
-                unsafe { loader.destroy_debug_utils_messenger(messenger, None) };
-            }
-            // SAFETY: the instance was created above; its only child (the messenger) is gone.
-            unsafe { instance.destroy_instance(None) };
-        };
+        let destroy_instance =
+            |messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>| {
+                if let Some((loader, messenger)) = messenger {
+                    // SAFETY: the messenger was created above on this instance and is destroyed once.
+                    unsafe { loader.destroy_debug_utils_messenger(messenger, None) };
+                }
+                // SAFETY: the instance was created above; its only child (the messenger) is gone.
+                unsafe { instance.destroy_instance(None) };
+            };
         let chosen = match choose_physical_device(&instance, desc.device_index, api_version) {
             Ok(chosen) => chosen,
             Err(error) => {
@@ -421,7 +423,8 @@ fn choose_physical_device(
     // SAFETY: as above.
     let extensions = unsafe { instance.enumerate_device_extension_properties(physical_device) }
         .map_err(failed("vkEnumerateDeviceExtensionProperties"))?;
-    let has = |name: &CStr| extensions.iter().any(|ext| ext.extension_name_as_c_str().is_ok_and(|n| n == name));
+    let has =
+        |name: &CStr| extensions.iter().any(|ext| ext.extension_name_as_c_str().is_ok_and(|n| n == name));
     let v1_1 = version_at_least(api_version, 1, 1);
     let v1_2 = version_at_least(api_version, 1, 2);
 
@@ -455,10 +458,8 @@ fn choose_physical_device(
         .position(|family| family.queue_count > 0 && family.queue_flags.intersects(wanted))
         .or_else(|| families.iter().position(|family| family.queue_count > 0))
         .ok_or(ContextError::NoDevice)? as u32;
-    let device_name = properties
-        .device_name_as_c_str()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let device_name =
+        properties.device_name_as_c_str().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     Ok((physical_device, Offer { api_version, features, queue_family_index, device_name }))
 }
 
@@ -498,8 +499,8 @@ fn create_device(
     }
     // SAFETY: the physical device belongs to the instance; the extensions and features enabled are those it
     // offers (read in `choose_physical_device`); the create info and what it points to live across the call.
-    let device = unsafe { instance.create_device(physical_device, &info, None) }
-        .map_err(failed("vkCreateDevice"))?;
+    let device =
+        unsafe { instance.create_device(physical_device, &info, None) }.map_err(failed("vkCreateDevice"))?;
     // SAFETY: the family and queue index 0 were requested in the create info.
     let queue = unsafe { device.get_device_queue(offer.queue_family_index, 0) };
     Ok((device, queue))

@@ -239,24 +239,19 @@ impl Allocator<VulkanDevice> {
     /// [`Allocator::process_deferred`]) before dropping the allocator.
     pub fn wait_deferred(&self, timeout_ns: u64) -> Result<usize> {
         let device = self.device();
-        let (fences, timelines): (Vec<vk::Fence>, Vec<(vk::Semaphore, u64)>) = {
-            let pending = lock(&device.deferred.pending);
-            let fences = pending
-                .iter()
-                .filter_map(|entry| match entry.wait {
-                    WaitPoint::Fence(fence) => Some(fence),
-                    WaitPoint::Timeline { .. } => None,
-                })
-                .collect();
-            let timelines = pending
-                .iter()
-                .filter_map(|entry| match entry.wait {
-                    WaitPoint::Timeline { semaphore, value } => Some((semaphore, value)),
-                    WaitPoint::Fence(_) => None,
-                })
-                .collect();
-            (fences, timelines)
-        };
+        let (mut fences, mut timelines): (Vec<vk::Fence>, Vec<(vk::Semaphore, u64)>) =
+            (Vec::new(), Vec::new());
+        for entry in lock(&device.deferred.pending).iter() {
+            match entry.wait {
+                WaitPoint::Fence(fence) => fences.push(fence),
+                WaitPoint::Timeline { semaphore, value } => timelines.push((semaphore, value)),
+            }
+        }
+        // One wait per fence, and per semaphore for its highest value.
+        fences.sort_unstable();
+        fences.dedup();
+        timelines.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        timelines.dedup_by_key(|(semaphore, _)| *semaphore);
         let timed_out = |call: &str| Error::Device(DeviceError::Other(format!("{call} timed out")));
         if !fences.is_empty() {
             // SAFETY: the fences are valid until their frees are processed (`destroy_*_after`'s condition),

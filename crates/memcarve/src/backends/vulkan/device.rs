@@ -252,12 +252,12 @@ thread_local! {
 /// Sets this thread's [`BlockRequest`] for the duration of one `Allocator::allocate` call and restores the
 /// previous one when dropped.
 ///
-/// Why this is sound: `Allocator::allocate` creates blocks on the calling thread, and creates at most one block
-/// with `BlockDesc::dedicated` set per request (retried only after the previous attempt failed and was not
-/// kept), so the request reaches exactly the dedicated block of the allocation being made. Pooled blocks
-/// (`dedicated == false`) never take it. The helpers still check the resulting block (`dedicated_to`) before
-/// binding, so if the allocator ever created blocks elsewhere, they would fail with an error instead of
-/// binding wrongly.
+/// Why this is sound: `Allocator::allocate` creates blocks on the calling thread, and creates at most one
+/// successful block with `BlockDesc::dedicated` set per request (a failed attempt creates nothing and may be
+/// retried), so the request reaches exactly the dedicated block of the allocation being made; the first
+/// successful dedicated block consumes it. Pooled blocks (`dedicated == false`) never take it. The helpers
+/// still check the resulting block (`dedicated_to`) before binding, so if the allocator ever created blocks
+/// elsewhere, they would fail with an error instead of binding wrongly.
 pub(super) struct BlockRequestScope {
     previous: Option<BlockRequest>,
 }
@@ -556,7 +556,12 @@ impl VulkanDevice {
         let budgets = (0..self.properties.heaps.len())
             .map(|heap| HeapBudget {
                 usage: budget.heap_usage.get(heap).copied().unwrap_or(0),
-                budget: budget.heap_budget.get(heap).copied().unwrap_or(0).min(self.properties.heaps[heap].size),
+                budget: budget
+                    .heap_budget
+                    .get(heap)
+                    .copied()
+                    .unwrap_or(0)
+                    .min(self.properties.heaps[heap].size),
             })
             .collect();
         *lock(&self.budget) = BudgetSnapshot { budgets, own_usage };
@@ -712,7 +717,9 @@ unsafe impl Device for VulkanDevice {
             .map(|priority| priority.clamp(0.0, 1.0));
 
         let mut dedicated_info = match dedicated_to {
-            Some(DedicatedObject::Buffer(buffer)) => vk::MemoryDedicatedAllocateInfo::default().buffer(buffer),
+            Some(DedicatedObject::Buffer(buffer)) => {
+                vk::MemoryDedicatedAllocateInfo::default().buffer(buffer)
+            }
             Some(DedicatedObject::Image(image)) => vk::MemoryDedicatedAllocateInfo::default().image(image),
             None => vk::MemoryDedicatedAllocateInfo::default(),
         };
@@ -745,6 +752,11 @@ unsafe impl Device for VulkanDevice {
         // the allocator sizes dedicated blocks to the resource's requirements.
         let memory = unsafe { self.device.allocate_memory(&info, None) }
             .map_err(|result| device_error(result, "vkAllocateMemory"))?;
+        if request.is_some() {
+            // Consumed: any later dedicated block on this thread in the same scope (a device-memory callback
+            // allocating, say) must not name this request's object too.
+            BLOCK_REQUEST.with(|slot| slot.set(None));
+        }
         self.own_usage[heap as usize].fetch_add(desc.size, Ordering::Relaxed);
         self.count_operation();
         Ok(VulkanBlock {
@@ -770,12 +782,11 @@ unsafe impl Device for VulkanDevice {
     unsafe fn map(&self, block: &VulkanBlock) -> Result<NonNull<u8>, DeviceError> {
         // SAFETY: the trait's condition (1): the block is this device's, host-visible and not mapped; the
         // allocator serialises mapping of one block.
-        let ptr = unsafe {
-            self.device.map_memory(block.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
-        }
-        .map_err(|result| device_error(result, "vkMapMemory"))?;
+        let ptr =
+            unsafe { self.device.map_memory(block.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                .map_err(|result| device_error(result, "vkMapMemory"))?;
         match NonNull::new(ptr.cast::<u8>()) {
-            Some(ptr) if ptr.as_ptr() as usize % 64 == 0 => Ok(ptr),
+            Some(ptr) if (ptr.as_ptr() as usize).is_multiple_of(64) => Ok(ptr),
             _ => {
                 // SAFETY: the block was mapped just above and nothing has seen the pointer.
                 unsafe { self.device.unmap_memory(block.memory) };

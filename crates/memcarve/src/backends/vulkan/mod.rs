@@ -27,7 +27,9 @@ mod device;
 mod resource;
 
 pub use ash;
-pub use context::{ContextError, Severity, ValidationLog, ValidationMessage, VulkanContext, VulkanContextDesc};
+pub use context::{
+    ContextError, Severity, ValidationLog, ValidationMessage, VulkanContext, VulkanContextDesc,
+};
 pub use deferred::{DeferRejected, DeferredResource, WaitPoint};
 pub use device::{
     DedicatedObject, ResourceRequirements, VulkanBlock, VulkanDevice, VulkanDeviceDesc, VulkanFeatures,

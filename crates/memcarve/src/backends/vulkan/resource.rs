@@ -101,7 +101,11 @@ unsafe fn chain_contains(mut next: *const c_void, s_type: vk::StructureType) -> 
 
 /// The dedicated choice: the larger of what the caller asked, what the driver answered and what the feature
 /// needs.
-fn dedicated_choice(device: &VulkanDevice, options: &ResourceOptions<'_>, driver: &ResourceRequirements) -> Dedicated {
+fn dedicated_choice(
+    device: &VulkanDevice,
+    options: &ResourceOptions<'_>,
+    driver: &ResourceRequirements,
+) -> Dedicated {
     if options.dedicated == Dedicated::Required || driver.requires_dedicated || options.export.is_some() {
         Dedicated::Required
     } else if options.dedicated == Dedicated::Preferred
@@ -164,7 +168,8 @@ impl Allocator<VulkanDevice> {
         if options.export.is_some() {
             self.check_buffer_export(info)?;
             // SAFETY: (1) the caller promises a valid chain.
-            if !unsafe { chain_contains(info.p_next, vk::StructureType::EXTERNAL_MEMORY_BUFFER_CREATE_INFO) } {
+            if !unsafe { chain_contains(info.p_next, vk::StructureType::EXTERNAL_MEMORY_BUFFER_CREATE_INFO) }
+            {
                 external.p_next = info.p_next;
                 create_info.p_next = (&raw const external).cast();
             }
@@ -231,7 +236,9 @@ impl Allocator<VulkanDevice> {
             return Err(unsupported("sparse images are bound page by page; memcarve does not bind them"));
         }
         if info.flags.contains(vk::ImageCreateFlags::DISJOINT) {
-            return Err(unsupported("disjoint images need one binding per plane; memcarve does not bind them"));
+            return Err(unsupported(
+                "disjoint images need one binding per plane; memcarve does not bind them",
+            ));
         }
         let class = match info.tiling {
             vk::ImageTiling::LINEAR => ResourceClass::LinearImage,
@@ -302,12 +309,18 @@ impl Allocator<VulkanDevice> {
 
     /// Allocates memory for requirements the caller queried itself, for objects it creates and binds itself
     /// (class [`ResourceClass::Unknown`]: kept apart from every other class). Bind at
-    /// [`Allocation::offset`] in [`Allocator::device_memory`]. A dedicated block names no object.
+    /// [`Allocation::offset`] in [`Allocator::device_memory`]. A dedicated block names no object, so export is
+    /// refused here (drivers may require exported memory to name its resource): use the create helpers.
     pub fn allocate_for_requirements(
         &self,
         requirements: &vk::MemoryRequirements,
         options: &ResourceOptions<'_>,
     ) -> Result<Allocation> {
+        if options.export.is_some() {
+            return Err(unsupported(
+                "export needs the resource: use create_buffer or create_image with_export",
+            ));
+        }
         self.process_deferred_quietly();
         let driver = ResourceRequirements {
             requirements: *requirements,
@@ -342,7 +355,8 @@ impl Allocator<VulkanDevice> {
             .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         // SAFETY: the memory is a live block of this device (the allocation holds it) allocated with
         // VkExportMemoryAllocateInfo for OPAQUE_FD, as vkGetMemoryFdKHR requires.
-        let fd = unsafe { functions.get_memory_fd(&info) }.map_err(|r| vulkan_error(r, "vkGetMemoryFdKHR"))?;
+        let fd =
+            unsafe { functions.get_memory_fd(&info) }.map_err(|r| vulkan_error(r, "vkGetMemoryFdKHR"))?;
         if fd < 0 {
             return Err(Error::Device(DeviceError::Other("vkGetMemoryFdKHR returned no descriptor".into())));
         }
@@ -402,11 +416,15 @@ impl Allocator<VulkanDevice> {
             )
         };
         if supported.is_err() {
-            return Err(unsupported("the device cannot export images of this format and usage as opaque fds"));
+            return Err(unsupported(
+                "the device cannot export images of this format and usage as opaque fds",
+            ));
         }
         let features = external_properties.external_memory_properties.external_memory_features;
         if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
-            return Err(unsupported("the device cannot export images of this format and usage as opaque fds"));
+            return Err(unsupported(
+                "the device cannot export images of this format and usage as opaque fds",
+            ));
         }
         Ok(())
     }
