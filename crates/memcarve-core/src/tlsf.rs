@@ -381,6 +381,18 @@ impl Tlsf {
 
     /// Allocates `size` bytes at `alignment` for `class`.
     pub fn allocate(&mut self, size: u64, alignment: u64, class: ResourceClass) -> Result<UsedRange, Error> {
+        self.allocate_with_scan(size, alignment, class, true)
+    }
+
+    /// As `allocate`; with `scan` false the near-out-of-memory scan is skipped, so a request may fail although
+    /// some free range could hold it (O(1) always: for callers that have other blocks to try first).
+    pub fn allocate_with_scan(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        scan: bool,
+    ) -> Result<UsedRange, Error> {
         validate_request(size, alignment, self.capacity)?;
         if !self.can_take_slots(2) {
             return Err(Error::TooManyAllocations);
@@ -441,6 +453,9 @@ impl Tlsf {
             }
         }
         // 3. Near out-of-memory: scan every range that might hold the request.
+        if !scan {
+            return Err(oom);
+        }
         match self.scan(fl, sl, asize, alignment_eff, class, classes_meet) {
             Some((index, bin, offset)) => Ok(self.take(index, bin, offset, asize, alignment, class)),
             None => Err(oom),

@@ -130,6 +130,18 @@ impl<T> VirtualBlock<T> {
         self.allocate_inner(size, alignment, class, Some(user_data))
     }
 
+    /// As [`VirtualBlock::allocate`], but O(1) in every case: when the bin search finds no range it fails
+    /// without scanning for a range the bins round past. For callers with other blocks to try before a scan:
+    /// [`Error::OutOfMemory`] here does not prove that no range fits.
+    pub fn allocate_quick(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+    ) -> Result<Allocation, Error> {
+        self.allocate_inner_scan(size, alignment, class, None, false)
+    }
+
     fn allocate_inner(
         &mut self,
         size: u64,
@@ -137,7 +149,22 @@ impl<T> VirtualBlock<T> {
         class: ResourceClass,
         user_data: Option<T>,
     ) -> Result<Allocation, Error> {
-        let range = self.tlsf.allocate(size, alignment, class)?;
+        self.allocate_inner_scan(size, alignment, class, user_data, true)
+    }
+
+    fn allocate_inner_scan(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        user_data: Option<T>,
+        scan: bool,
+    ) -> Result<Allocation, Error> {
+        let range = if scan {
+            self.tlsf.allocate(size, alignment, class)?
+        } else {
+            self.tlsf.allocate_with_scan(size, alignment, class, false)?
+        };
         if Self::STORES_USER_DATA {
             if self.user_data.len() < self.tlsf.slot_count() {
                 self.user_data.resize_with(self.tlsf.slot_count(), || None);

@@ -22,7 +22,8 @@ use crate::diagnostics::{
 use crate::error::{Error, Result};
 use crate::mapping::{MappedAllocation, MappedPtr, Mapping, atom_range, check_range};
 use crate::policy::{
-    AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, rank_memory_types,
+    AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, best_memory_type,
+    rank_memory_types,
 };
 use crate::pool::{Placement, Pool};
 use crate::report::{BlockReport, RangeReport};
@@ -883,17 +884,16 @@ impl<D: Device> Allocator<D> {
             return Err(Error::InvalidAlignment { alignment: desc.alignment });
         }
         // Fast path: memory already committed in the best type's pool needs no budget (and no device query).
-        let by_flags = rank_memory_types(&self.properties, None, desc)?;
-        if let Some(best) = by_flags.first()
+        if let Some(best_type) = best_memory_type(&self.properties, desc)
             && desc.dedicated == Dedicated::No
             && desc.size < self.config.dedicated_threshold
             && self.config.virtual_heap.is_none()
         {
-            let mut pool = lock(self.pool(best.memory_type, desc.class));
-            let span = self.span(best.memory_type, desc);
+            let mut pool = lock(self.pool(best_type, desc.class));
+            let span = self.span(best_type, desc);
             if let Some(placement) = pool.place(span, desc.alignment) {
-                AtomicDiagnostics::bump(&self.type_counters[best.memory_type as usize].block_reuses);
-                return Ok(self.pooled(desc, best.memory_type, placement));
+                AtomicDiagnostics::bump(&self.type_counters[best_type as usize].block_reuses);
+                return Ok(self.pooled(desc, best_type, placement));
             }
         }
         let ranked = self.rank_memory_types(desc)?;

@@ -265,6 +265,30 @@ impl RankedTypes {
     }
 }
 
+/// The best memory type for `desc` by flags alone (every heap counted as having room): what
+/// [`rank_memory_types`] with no budgets puts first, found in one pass without building the ranking.
+pub fn best_memory_type(properties: &MemoryProperties, desc: &AllocationDesc<'_>) -> Option<u32> {
+    let (required, preferred, avoided) = desc.options.effective_flags();
+    let special = MemoryPropertyFlags::PROTECTED | MemoryPropertyFlags::LAZILY_ALLOCATED;
+    let weight = |flags: MemoryPropertyFlags| flags.bits().count_ones() as i32;
+    let mut best: Option<(i32, u32)> = None;
+    for (index, memory_type) in properties.types.iter().enumerate().take(32) {
+        let flags = memory_type.flags;
+        if desc.memory_type_bits & (1 << index) == 0
+            || !flags.contains(required)
+            || flags.intersects(special - required)
+        {
+            continue;
+        }
+        let unasked = flags - required - preferred - avoided;
+        let score = 4 * weight(flags & preferred) - 4 * weight(flags & avoided) - weight(unasked);
+        if best.is_none_or(|(best_score, _)| score > best_score) {
+            best = Some((score, index as u32));
+        }
+    }
+    best.map(|(_, index)| index)
+}
+
 /// Ranks every memory type that can serve `desc`. `budgets` are the heaps' current usage and budget; with
 /// None every heap counts as having room (the ranking by flags alone, for reusing memory already committed).
 pub fn rank_memory_types(
@@ -345,6 +369,13 @@ mod tests {
     fn usages_pick_the_expected_types() {
         let gpu = AllocationDesc::new("gpu", 1 << 20, MemoryLocation::GpuOnly);
         assert_eq!(order(&gpu, &roomy())[0], 1, "plain device-local beats device+host");
+        for desc in [&gpu, &AllocationDesc::new("u", 1, MemoryLocation::CpuToGpu)] {
+            assert_eq!(
+                best_memory_type(&discrete(), desc),
+                Some(order(desc, &roomy())[0]),
+                "one pass agrees"
+            );
+        }
         let upload = AllocationDesc::new("upload", 1 << 20, MemoryLocation::CpuToGpu);
         assert_eq!(order(&upload, &roomy())[0], 4, "coherent and device-local");
         let readback = AllocationDesc::new("readback", 1 << 20, MemoryLocation::GpuToCpu);

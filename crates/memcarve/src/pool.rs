@@ -60,24 +60,33 @@ impl<B> Pool<B> {
         }
     }
 
-    /// Places a request in an existing block, newest first (new blocks are the largest and least fragmented).
+    /// Places a request in an existing block, newest first (new blocks are the largest and least fragmented):
+    /// first with the O(1) search in every block, then, before the caller pays for a new block, with the scan
+    /// that finds any range that fits.
     pub fn place(&mut self, size: u64, alignment: u64) -> Option<Placement> {
-        for (index, slot) in self.blocks.iter_mut().enumerate().rev() {
-            let Some(entry) = slot else { continue };
-            if entry.ranges.free_bytes() < size {
-                continue;
-            }
-            let was_empty = entry.ranges.is_empty();
-            if let Ok(allocation) = entry.ranges.allocate(size, alignment, self.class) {
-                if was_empty {
-                    self.empty_blocks -= 1;
+        for scan in [false, true] {
+            for (index, slot) in self.blocks.iter_mut().enumerate().rev() {
+                let Some(entry) = slot else { continue };
+                if entry.ranges.free_bytes() < size {
+                    continue;
                 }
-                return Some(Placement {
-                    block_index: index as u32,
-                    block_generation: entry.generation,
-                    handle: allocation.handle,
-                    offset: allocation.offset,
-                });
+                let was_empty = entry.ranges.is_empty();
+                let placed = if scan {
+                    entry.ranges.allocate(size, alignment, self.class)
+                } else {
+                    entry.ranges.allocate_quick(size, alignment, self.class)
+                };
+                if let Ok(allocation) = placed {
+                    if was_empty {
+                        self.empty_blocks -= 1;
+                    }
+                    return Some(Placement {
+                        block_index: index as u32,
+                        block_generation: entry.generation,
+                        handle: allocation.handle,
+                        offset: allocation.offset,
+                    });
+                }
             }
         }
         None

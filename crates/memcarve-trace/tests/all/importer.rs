@@ -1,0 +1,245 @@
+//! The importer on the shipped snapshots, checked against an independent walk of the same pickle and
+//! against the figures published with the traces (shared/traces/README.md), and on built snapshots.
+
+use std::collections::HashMap;
+
+use memcarve_trace::model::{Alloc, AllocationId, Class, Event, Free, Location};
+use memcarve_trace::torch::{self, DEFAULT_ALIGNMENT};
+use memcarve_trace::{TraceError, TraceKind, TraceSummary};
+use serde_pickle::{DeOptions, HashableValue, Value};
+
+use crate::support::{entry, pickle_bytes, shipped, snapshot};
+
+/// What a plain reading of the snapshot's definition gives, computed without the importer.
+#[derive(Debug, Default)]
+struct Expected {
+    events: Vec<Event>,
+    allocations: u64,
+    frees: u64,
+    dropped_frees: u64,
+    live_at_end: u64,
+    peak_live: u64,
+    peak_reserved: i128,
+    segment_ops: u64,
+    ooms: u64,
+}
+
+fn field<'a>(entry: &'a Value, name: &str) -> Option<&'a Value> {
+    let Value::Dict(fields) = entry else { panic!("entry is not a dict") };
+    fields.get(&HashableValue::String(name.to_owned()))
+}
+
+fn number(entry: &Value, name: &str) -> u64 {
+    match field(entry, name) {
+        Some(Value::I64(value)) => u64::try_from(*value).unwrap(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+/// Walks `device_traces` with a straightforward loop, as shared/traces/README.md defines the figures.
+fn walk(name: &str) -> Expected {
+    let root = serde_pickle::value_from_slice(&pickle_bytes(name), DeOptions::new()).unwrap();
+    let Value::Dict(root) = root else { panic!("not a dict") };
+    let Some(Value::List(devices)) = root.get(&HashableValue::String("device_traces".into())) else {
+        panic!("no device_traces")
+    };
+    let mut expected = Expected::default();
+    let mut open: HashMap<(usize, u64), (u64, u64)> = HashMap::new(); // (device, addr) -> (id, size)
+    let (mut live, mut reserved, mut next_id) = (0u64, 0i128, 0u64);
+    for (device, entries) in devices.iter().enumerate() {
+        let Value::List(entries) = entries else { panic!("device list") };
+        for entry in entries {
+            let Some(Value::String(action)) = field(entry, "action") else { panic!("action") };
+            match action.as_str() {
+                "alloc" => {
+                    let size = number(entry, "size");
+                    open.insert((device, number(entry, "addr")), (next_id, size));
+                    expected.events.push(Event::Alloc(Alloc {
+                        id: AllocationId(next_id),
+                        size,
+                        alignment: 512,
+                        stream: number(entry, "stream"),
+                        location: Some(Location::GpuOnly),
+                        class: Some(Class::Buffer),
+                        name: None,
+                        time_us: Some(number(entry, "time_us")),
+                    }));
+                    next_id += 1;
+                    expected.allocations += 1;
+                    live += size;
+                    expected.peak_live = expected.peak_live.max(live);
+                }
+                "free_completed" => match open.remove(&(device, number(entry, "addr"))) {
+                    Some((id, size)) => {
+                        let time_us = Some(number(entry, "time_us"));
+                        expected.events.push(Event::Free(Free { id: AllocationId(id), time_us }));
+                        expected.frees += 1;
+                        live -= size;
+                    }
+                    None => expected.dropped_frees += 1,
+                },
+                "segment_alloc" | "segment_map" => {
+                    reserved += i128::from(number(entry, "size"));
+                    expected.peak_reserved = expected.peak_reserved.max(reserved);
+                    expected.segment_ops += 1;
+                }
+                "segment_free" | "segment_unmap" => {
+                    reserved -= i128::from(number(entry, "size"));
+                    expected.segment_ops += 1;
+                }
+                "oom" => expected.ooms += 1,
+                _ => {}
+            }
+        }
+    }
+    expected.live_at_end = open.len() as u64;
+    expected
+}
+
+/// Imports `name` and checks it against [`walk`].
+fn import_and_compare(name: &str) -> TraceSummary {
+    let imported = torch::import(shipped(name)).unwrap();
+    let expected = walk(name);
+    let summary = imported.summary;
+    let pytorch = summary.pytorch.unwrap();
+    assert_eq!(summary.allocations, expected.allocations);
+    assert_eq!(summary.frees, expected.frees);
+    assert_eq!(summary.dropped_frees, expected.dropped_frees);
+    assert_eq!(summary.live_at_end, expected.live_at_end);
+    assert_eq!(summary.peak_live_bytes, expected.peak_live);
+    assert_eq!(i128::from(pytorch.peak_reserved_bytes), expected.peak_reserved);
+    assert_eq!(pytorch.segment_ops, expected.segment_ops);
+    assert_eq!(pytorch.ooms, expected.ooms);
+    assert_eq!(imported.events.len(), expected.events.len());
+    assert!(imported.events == expected.events, "{name}: the events differ from the independent walk");
+    assert_eq!(imported.devices, vec![0]);
+    summary
+}
+
+/// Checks the figures of shared/traces/README.md: allocations exactly, MiB figures within their rounding,
+/// the overhead to its three decimals.
+fn check_published(
+    summary: &TraceSummary,
+    allocations: u64,
+    peak_live_mib: f64,
+    reserved_mib: f64,
+    overhead: f64,
+) {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let pytorch = summary.pytorch.unwrap();
+    assert_eq!(summary.allocations, allocations);
+    assert!((summary.peak_live_bytes as f64 / MIB - peak_live_mib).abs() <= 0.5, "{summary:?}");
+    assert!((pytorch.peak_reserved_bytes as f64 / MIB - reserved_mib).abs() <= 0.5, "{summary:?}");
+    assert!((summary.pytorch_overhead().unwrap() - overhead).abs() <= 0.0005, "{summary:?}");
+}
+
+#[test]
+fn resnet50_train_matches_an_independent_walk_and_the_published_figures() {
+    let summary = import_and_compare("resnet50_train.pickle.gz");
+    check_published(&summary, 3_552, 3_728.0, 5_430.0, 1.457);
+}
+
+#[test]
+fn gpt2_train_matches_an_independent_walk_and_the_published_figures() {
+    let summary = import_and_compare("gpt2_train.pickle.gz");
+    check_published(&summary, 4_705, 22_670.0, 27_924.0, 1.232);
+}
+
+#[test]
+fn tiny_expandable_segments_matches_an_independent_walk_and_the_published_figures() {
+    let summary = import_and_compare("tiny_expandable_segments.pickle");
+    check_published(&summary, 9, 327.0, 362.0, 1.107);
+    // segment_map and segment_unmap are PyTorch's segment operations with expandable segments.
+    assert_eq!(summary.pytorch.unwrap().segment_ops, 7);
+    // One allocation is on a second stream.
+    let imported = torch::import(shipped("tiny_expandable_segments.pickle")).unwrap();
+    let streams: Vec<u64> = imported
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Alloc(alloc) => Some(alloc.stream),
+            Event::Free(_) => None,
+        })
+        .collect();
+    assert_eq!(streams.iter().filter(|&&stream| stream != 0).count(), 1);
+}
+
+#[test]
+fn dropped_frees_ooms_segment_frees_and_devices_are_handled() {
+    const MIB: i64 = 1 << 20;
+    let oom = crate::support::dict(vec![
+        ("action", crate::support::string("oom")),
+        ("device_free", Value::I64(0)),
+        ("size", Value::I64(8 * MIB)),
+        ("stream", Value::I64(0)),
+    ]);
+    let device0 = vec![
+        entry("free_completed", 0x1000, 64), // predates the recording
+        entry("segment_alloc", 0x200000, 2 * MIB),
+        entry("alloc", 0x200000, 100),
+        entry("alloc", 0x200200, 300),
+        oom,
+        entry("free_requested", 0x200000, 100),
+        entry("free_completed", 0x200000, 100),
+        entry("segment_alloc", 0x800000, 4 * MIB),
+        entry("segment_free", 0x800000, 4 * MIB),
+        entry("alloc", 0x200000, 50), // the address again, a new allocation
+    ];
+    // Device 1 has the same addresses: different memory.
+    let device1 = vec![entry("alloc", 0x200200, 7), entry("free_completed", 0x200200, 7)];
+    let bytes = snapshot(vec![device0, Vec::new(), device1]);
+    let imported = torch::import_bytes(&bytes, "built").unwrap();
+    let summary = imported.summary;
+    assert_eq!(
+        (summary.allocations, summary.frees, summary.dropped_frees, summary.live_at_end),
+        (4, 2, 1, 2)
+    );
+    assert_eq!(summary.peak_live_bytes, 400);
+    let pytorch = summary.pytorch.unwrap();
+    assert_eq!((pytorch.peak_reserved_bytes, pytorch.segment_ops, pytorch.ooms), (6 << 20, 3, 1));
+    assert_eq!(imported.devices, vec![0, 2]);
+    assert_eq!(imported.entries, 12);
+    let ids: Vec<u64> = imported.events.iter().map(|event| event.id().0).collect();
+    assert_eq!(ids, vec![0, 1, 0, 2, 3, 3]);
+    match &imported.events[0] {
+        Event::Alloc(alloc) => {
+            assert_eq!(
+                (alloc.size, alloc.alignment, alloc.time_us),
+                (100, DEFAULT_ALIGNMENT, Some(1000 + 0x200000))
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn user_metadata_becomes_the_name() {
+    let mut alloc = entry("alloc", 0x400, 16);
+    if let Value::Dict(fields) = &mut alloc {
+        fields.insert(HashableValue::String("user_metadata".into()), crate::support::string("weights"));
+    }
+    let imported = torch::import_bytes(&snapshot(vec![vec![alloc]]), "built").unwrap();
+    let Event::Alloc(alloc) = &imported.events[0] else { panic!() };
+    assert_eq!(alloc.name.as_deref(), Some("weights"));
+}
+
+#[test]
+fn an_alloc_at_an_open_address_is_an_error_naming_the_entry() {
+    let bytes = snapshot(vec![vec![
+        entry("alloc", 0x400, 16),
+        entry("segment_alloc", 0, 1),
+        entry("alloc", 0x400, 8),
+    ]]);
+    let error = torch::import_bytes(&bytes, "twice.pickle").unwrap_err();
+    assert!(matches!(error, TraceError::Entry { device: 0, entry: 2, .. }), "{error}");
+    assert!(error.to_string().starts_with("twice.pickle: device_traces[0][2]: "), "{error}");
+}
+
+#[test]
+fn open_imports_snapshots() {
+    let trace = memcarve_trace::open(shipped("tiny_expandable_segments.pickle")).unwrap();
+    assert_eq!(trace.kind(), TraceKind::PyTorchSnapshot);
+    let summary = trace.summary();
+    let events: Vec<Event> = trace.map(Result::unwrap).collect();
+    assert_eq!(events.len() as u64, summary.allocations + summary.frees);
+}
