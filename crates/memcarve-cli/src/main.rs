@@ -1,22 +1,36 @@
-//! The `memcarve` command-line tool. Trace import and replay arrive with their own issue; for now the binary
-//! only reports its version and what it does not do yet, so that it never pretends to replay anything.
+//! The `memcarve` command-line tool: a thin shell over `memcarve-trace` and `memcarve`. Each subcommand lives in
+//! `commands/`.
+
+mod commands;
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
+
+/// memcarve: GPU memory sub-allocation. Replay your allocation traces to see what memcarve would commit.
+#[derive(Debug, Parser)]
+#[command(name = "memcarve", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay traces (PyTorch snapshots or memcarve traces) on memcarve's allocator and compare with PyTorch.
+    Replay(commands::replay::ReplayArgs),
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--version") | Some("-V") => {
-            println!("memcarve {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!(
-                "memcarve {}: no subcommands yet (replay and report are not implemented); \
-                 try `cargo run --release -p memcarve-core --example virtual_block`",
-                env!("CARGO_PKG_VERSION")
-            );
-            ExitCode::from(2)
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Replay(args) => commands::replay::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("memcarve: {error:#}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -24,6 +24,7 @@ mod error;
 pub mod format;
 pub mod model;
 mod pickle_scan;
+pub mod replay;
 pub mod torch;
 
 use std::fs::File;

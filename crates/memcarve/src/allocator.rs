@@ -8,7 +8,7 @@
 //! destroyed exactly once (when empty and trimmed, when freed if dedicated, or when the allocator drops).
 
 use core::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use memcarve_core::{Handle, ResourceClass};
@@ -75,7 +75,7 @@ pub struct AllocatorConfig {
     pub sizes: AllocationSizes,
     /// Most live device blocks (pooled and dedicated together); the device's own limit applies too.
     pub max_memory_blocks: u32,
-    /// Requests of at least this many bytes get a dedicated block.
+    /// Requests of at least this many bytes get a dedicated block (block mode; a virtual heap keeps them).
     pub dedicated_threshold: u64,
     /// Empty blocks each pool keeps cached instead of destroying them at once. One avoids paying the driver
     /// (about 1 ms for a `vkFreeMemory`) again and again when usage hovers around a block boundary; more would
@@ -446,6 +446,8 @@ pub struct Allocator<D: Device> {
     /// `memory_type * 4 + class`.
     pools: Vec<Mutex<Pool<D::Block>>>,
     dedicated: Mutex<DedicatedBlocks<D::Block>>,
+    /// Whether new virtual heaps record page events ([`Allocator::record_page_events`]).
+    record_pages: AtomicBool,
     /// Custom pools, a fixed number of slots (each with its own lock).
     custom_pools: Vec<Mutex<Option<CustomPool<D::Block>>>>,
     /// Generation the next pool in each custom slot gets.
@@ -516,6 +518,7 @@ impl<D: Device> Allocator<D> {
             type_counters,
             custom_pools,
             custom_generations,
+            record_pages: AtomicBool::new(false),
             events,
         })
     }
@@ -896,6 +899,17 @@ impl<D: Device> Allocator<D> {
                 return Ok(self.pooled(desc, best_type, placement));
             }
         }
+        // Virtual-heap fast path: the best type's heap, without a budget query; budgets are consulted (through
+        // the ranking below) once it runs out.
+        if let (Some(heap_config), Some(vm)) = (&self.config.virtual_heap, self.device.virtual_memory())
+            && let Some(best_type) = best_memory_type(&self.properties, desc)
+            && desc.dedicated == Dedicated::No
+            && desc.size <= self.type_limit(best_type)
+            && let Some(page_size) = vm.granularity(best_type)
+            && let Ok(allocation) = self.allocate_virtual(desc, best_type, vm, page_size, heap_config)
+        {
+            return Ok(allocation);
+        }
         let ranked = self.rank_memory_types(desc)?;
         let mut largest_limit = 0;
         let mut tried = 0;
@@ -934,9 +948,11 @@ impl<D: Device> Allocator<D> {
     fn allocate_in_type(&self, desc: &AllocationDesc<'_>, choice: &MemoryTypeChoice) -> Result<Allocation> {
         let memory_type = choice.memory_type;
         let may_create = choice.within_budget || desc.options.budget != BudgetPolicy::RequireWithin;
+        // In virtual-heap mode large requests stay in the heap (its pages are the unit of commitment anyway);
+        // only requests that ask for a block of their own get one.
         let wants_dedicated = desc.dedicated == Dedicated::Required
             || desc.dedicated == Dedicated::Preferred
-            || desc.size >= self.config.dedicated_threshold;
+            || (self.config.virtual_heap.is_none() && desc.size >= self.config.dedicated_threshold);
         if wants_dedicated && may_create {
             match self.allocate_dedicated(desc, memory_type) {
                 Ok(allocation) => return Ok(allocation),
@@ -1012,7 +1028,10 @@ impl<D: Device> Allocator<D> {
             let heap_size =
                 self.properties.heaps.get(self.heap_of(memory_type) as usize).map_or(0, |h| h.size);
             let size = config.reserve_size.unwrap_or(heap_size);
-            *slot = Some(VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?);
+            let mut heap =
+                VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?;
+            heap.record_events(self.record_pages.load(Ordering::Relaxed));
+            *slot = Some(heap);
         }
         let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
         heap.observe(self.config.event_capacity > 0);
@@ -1083,8 +1102,10 @@ impl<D: Device> Allocator<D> {
         slot.as_ref().map(VirtualHeap::stats)
     }
 
-    /// Starts or stops recording commit and decommit events in every virtual heap (for placement logs).
+    /// Starts or stops recording commit and decommit events in every virtual heap, present and future (for
+    /// placement logs).
     pub fn record_page_events(&self, on: bool) {
+        self.record_pages.store(on, Ordering::Relaxed);
         for heap in self.heaps.iter() {
             if let Some(heap) = lock(heap).as_mut() {
                 heap.record_events(on);

@@ -1,0 +1,296 @@
+//! `memcarve replay`: replays each trace under each chosen policy and prints one table.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use memcarve::virtual_heap::{ReleaseImmediately, ReleasePolicy, RetainEmpty};
+use memcarve::{AllocationSizes, AllocatorConfig, VirtualHeapConfig};
+use memcarve_trace::replay::{Placement, Policy, ReplayResult, Replayer, policies, policy};
+use serde::{Deserialize, Serialize};
+
+const MIB: f64 = (1u64 << 20) as f64;
+/// Events read before each timed replay batch.
+const BATCH: usize = 1 << 16;
+
+/// Arguments of `memcarve replay`.
+#[derive(Debug, Args)]
+#[command(after_help = policy_help())]
+pub struct ReplayArgs {
+    /// Trace files: PyTorch snapshots (`.pickle`, `.pickle.gz`) or memcarve traces (plain or gzip).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// Policy to replay with (see below), or `all` for every policy side by side. Default: the default policy.
+    #[arg(long)]
+    policy: Option<String>,
+    /// A TOML file with allocator settings, replayed as the policy `config` (fields: see the README).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write every event of the replay as CSV (`event,id,offset,size`) to this file (one trace, one policy).
+    #[arg(long)]
+    placements: Option<PathBuf>,
+}
+
+fn policy_help() -> String {
+    let mut help = String::from("Policies:\n");
+    for (index, policy) in policies().iter().enumerate() {
+        let default = if index == 0 { " (default)" } else { "" };
+        help.push_str(&format!("  {}{default}: {}\n", policy.name, policy.description));
+    }
+    help
+}
+
+/// The allocator settings a `--config` file may set; absent fields keep the defaults.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    device_block_initial: Option<u64>,
+    device_block_max: Option<u64>,
+    host_block_initial: Option<u64>,
+    host_block_max: Option<u64>,
+    max_memory_blocks: Option<u32>,
+    dedicated_threshold: Option<u64>,
+    max_empty_blocks_per_pool: Option<usize>,
+    virtual_heap: Option<VirtualHeapFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VirtualHeapFile {
+    reserve_size: Option<u64>,
+    min_granularity: Option<u64>,
+    /// `immediate` or `retain`.
+    release: Option<String>,
+    retain_bytes: Option<u64>,
+    retain_live_fraction: Option<f64>,
+}
+
+fn config_policy(path: &PathBuf) -> Result<Policy> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let file: ConfigFile = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let defaults = AllocationSizes::default();
+    let sizes = AllocationSizes::new(
+        file.device_block_initial.unwrap_or(defaults.device_initial),
+        file.device_block_max.unwrap_or(defaults.device_max),
+        file.host_block_initial.unwrap_or(defaults.host_initial),
+        file.host_block_max.unwrap_or(defaults.host_max),
+    );
+    let base = AllocatorConfig::default();
+    let mut config = base
+        .clone()
+        .with_sizes(sizes)
+        .with_max_memory_blocks(file.max_memory_blocks.unwrap_or(base.max_memory_blocks))
+        .with_dedicated_threshold(file.dedicated_threshold.unwrap_or(base.dedicated_threshold))
+        .with_max_empty_blocks_per_pool(
+            file.max_empty_blocks_per_pool.unwrap_or(base.max_empty_blocks_per_pool),
+        );
+    if let Some(heap) = file.virtual_heap {
+        let mut heap_config = VirtualHeapConfig::default();
+        if let Some(size) = heap.reserve_size {
+            heap_config = heap_config.with_reserve_size(size);
+        }
+        if let Some(granularity) = heap.min_granularity {
+            heap_config = heap_config.with_min_granularity(granularity);
+        }
+        let release: Option<Arc<dyn ReleasePolicy>> = match heap.release.as_deref() {
+            None => None,
+            Some("immediate") => Some(Arc::new(ReleaseImmediately)),
+            Some("retain") => Some(Arc::new(RetainEmpty {
+                bytes: heap.retain_bytes.unwrap_or(64 << 20),
+                live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
+            })),
+            Some(other) => {
+                bail!("{}: unknown release policy {other:?} (immediate or retain)", path.display())
+            }
+        };
+        if let Some(release) = release {
+            heap_config = heap_config.with_release(release);
+        }
+        config = config.with_virtual_heap(heap_config);
+    }
+    Ok(Policy { name: "config", description: "from --config", config })
+}
+
+/// One row of the results, as `--json` writes it.
+#[derive(Debug, Serialize)]
+struct Row {
+    name: String,
+    policy: String,
+    allocations: u64,
+    peak_live_bytes: u64,
+    peak_committed_bytes: u64,
+    overhead: f64,
+    driver_ops: u64,
+    pytorch_peak_reserved_bytes: Option<u64>,
+    pytorch_overhead: Option<f64>,
+    pytorch_segment_ops: Option<u64>,
+    ops_per_sec: f64,
+}
+
+fn chosen_policies(args: &ReplayArgs) -> Result<Vec<Policy>> {
+    let mut chosen = match args.policy.as_deref() {
+        None if args.config.is_some() => Vec::new(),
+        None => policies().into_iter().take(1).collect(),
+        Some("all") => policies(),
+        Some(name) => match policy(name) {
+            Some(policy) => vec![policy],
+            None => {
+                let names: Vec<_> = policies().iter().map(|p| p.name).collect();
+                bail!("unknown policy {name:?}; known: {}, all", names.join(", "));
+            }
+        },
+    };
+    if let Some(path) = &args.config {
+        chosen.push(config_policy(path)?);
+    }
+    Ok(chosen)
+}
+
+/// Replays one trace under one policy.
+fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> Result<ReplayResult> {
+    let mut trace = memcarve_trace::open(path)?;
+    let mut replayer = Replayer::new(policy)?;
+    let mut writer_error = None;
+    let log: Option<std::rc::Rc<std::cell::RefCell<BufWriter<File>>>> = match placements {
+        Some(out) => {
+            let file = File::create(out).with_context(|| format!("creating {}", out.display()))?;
+            let mut writer = BufWriter::new(file);
+            writeln!(writer, "event,id,offset,size")?;
+            Some(std::rc::Rc::new(std::cell::RefCell::new(writer)))
+        }
+        None => None,
+    };
+    if let Some(log) = &log {
+        let log = std::rc::Rc::clone(log);
+        replayer = replayer.with_placements(move |placement: Placement| {
+            let _ = writeln!(log.borrow_mut(), "{placement}");
+        });
+    }
+    let started = Instant::now();
+    let mut progress: Option<ProgressBar> = None;
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut done = 0u64;
+    loop {
+        batch.clear();
+        for event in trace.by_ref().take(BATCH) {
+            batch.push(event?);
+        }
+        if batch.is_empty() {
+            break;
+        }
+        replayer.replay(&batch);
+        done += batch.len() as u64;
+        if progress.is_none() && started.elapsed() > Duration::from_secs(1) {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            progress = Some(bar);
+        }
+        if let Some(bar) = &progress {
+            bar.set_message(format!("{}: {} with {}: {done} events", trace.file(), "replaying", policy.name));
+            bar.tick();
+        }
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    if let Some(log) = &log
+        && let Err(error) = log.borrow_mut().flush()
+    {
+        writer_error = Some(error);
+    }
+    if let Some(error) = writer_error {
+        return Err(error).context("writing the placement log");
+    }
+    Ok(replayer.finish(trace.summary().pytorch))
+}
+
+/// Runs `memcarve replay`.
+pub fn run(args: &ReplayArgs) -> Result<()> {
+    let chosen = chosen_policies(args)?;
+    if args.placements.is_some() && (args.traces.len() != 1 || chosen.len() != 1) {
+        bail!("--placements needs exactly one trace and one policy");
+    }
+    let mut rows = Vec::new();
+    for path in &args.traces {
+        for policy in &chosen {
+            let result = replay_one(path, policy, args.placements.as_ref())
+                .with_context(|| format!("replaying {} with {}", path.display(), policy.name))?;
+            let name =
+                path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+            let pytorch = result.pytorch;
+            rows.push(Row {
+                name,
+                policy: result.policy.clone(),
+                allocations: result.allocations,
+                peak_live_bytes: result.peak_live_bytes,
+                peak_committed_bytes: result.peak_committed_bytes,
+                overhead: result.overhead(),
+                driver_ops: result.driver_ops,
+                pytorch_peak_reserved_bytes: pytorch.map(|p| p.peak_reserved_bytes),
+                pytorch_overhead: pytorch.and_then(|p| p.overhead(result.peak_live_bytes)),
+                pytorch_segment_ops: pytorch.map(|p| p.segment_ops),
+                ops_per_sec: result.ops_per_sec(),
+            });
+            if result.failures > 0 {
+                eprintln!(
+                    "memcarve: {} allocations of {} were refused under {}",
+                    result.failures,
+                    path.display(),
+                    policy.name
+                );
+            }
+        }
+    }
+    if let Some(out) = &args.json {
+        let json = serde_json::json!({ "traces": rows });
+        std::fs::write(out, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<28} {:<10} {:>9} {:>12} {:>14} {:>8} {:>10} {:>14} {:>8} {:>8} {:>10}",
+        "trace",
+        "policy",
+        "allocs",
+        "peak live",
+        "peak committed",
+        "overhead",
+        "driver ops",
+        "pytorch reserved",
+        "pt over",
+        "pt ops",
+        "Mops/s"
+    );
+    for row in rows {
+        let opt = |value: Option<String>| value.unwrap_or_else(|| "-".into());
+        println!(
+            "{:<28} {:<10} {:>9} {:>8.1} MiB {:>10.1} MiB {:>8.3} {:>10} {:>14} {:>8} {:>8} {:>10.2}",
+            row.name,
+            row.policy,
+            row.allocations,
+            row.peak_live_bytes as f64 / MIB,
+            row.peak_committed_bytes as f64 / MIB,
+            row.overhead,
+            row.driver_ops,
+            opt(row.pytorch_peak_reserved_bytes.map(|b| format!("{:.1} MiB", b as f64 / MIB))),
+            opt(row.pytorch_overhead.map(|o| format!("{o:.3}"))),
+            opt(row.pytorch_segment_ops.map(|o| o.to_string())),
+            row.ops_per_sec / 1e6,
+        );
+    }
+}

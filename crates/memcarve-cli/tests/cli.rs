@@ -1,0 +1,172 @@
+//! The `memcarve` binary end to end: replay of a shipped trace, the JSON and placement outputs, and bad input.
+
+#![allow(clippy::unwrap_used, reason = "test helpers outside #[test] functions unwrap too")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+fn trace(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../traces").join(name)
+}
+
+fn memcarve() -> Command {
+    Command::cargo_bin("memcarve").unwrap()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memcarve-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn replay_prints_one_row_per_policy_and_writes_json() {
+    let json = temp("out.json");
+    let output = memcarve()
+        .args(["replay", "--policy", "all", "--json"])
+        .arg(&json)
+        .arg(trace("resnet50_train.pickle.gz"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("resnet50_train")).collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let traces = json["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 3);
+    for row in traces {
+        assert_eq!(row["allocations"], 3552);
+        assert_eq!(row["pytorch_segment_ops"], 122);
+        let overhead = row["overhead"].as_f64().unwrap();
+        assert!((1.0..2.0).contains(&overhead), "{row}");
+        assert!(row["driver_ops"].as_u64().unwrap() > 0);
+    }
+    let default = traces.iter().find(|row| row["policy"] == "vmm").unwrap();
+    assert!(default["overhead"].as_f64().unwrap() < default["pytorch_overhead"].as_f64().unwrap());
+}
+
+/// The placement log lets anyone check the replay: live allocations never overlap, always lie in mapped
+/// ranges, and committed bytes and driver operations add up.
+#[test]
+fn placement_log_checks_out_independently() {
+    let log = temp("placements.csv");
+    let output = memcarve()
+        .args(["replay", "--policy", "vmm", "--placements"])
+        .arg(&log)
+        .arg(trace("resnet50_train.pickle.gz"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("event,id,offset,size"));
+    // Mapped memory by page (the simulated H200's 2 MiB virtual-memory granularity): a run may be unmapped in
+    // parts, so pages, not runs, are what must match.
+    const PAGE: u64 = 2 << 20;
+    let mut mapped: BTreeSet<u64> = BTreeSet::new();
+    let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut by_id: BTreeMap<u64, u64> = BTreeMap::new();
+    let (mut ops, mut peak) = (0u64, 0u64);
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        let number = |i: usize| fields[i].parse::<u64>().unwrap();
+        match fields[0] {
+            "map" => {
+                let (offset, size) = (number(2), number(3));
+                assert!(offset % PAGE == 0 && size % PAGE == 0);
+                for page in (offset..offset + size).step_by(PAGE as usize) {
+                    assert!(mapped.insert(page), "page {page} mapped twice");
+                }
+                ops += 1;
+                peak = peak.max(mapped.len() as u64 * PAGE);
+            }
+            "unmap" => {
+                let (offset, size) = (number(2), number(3));
+                for page in (offset..offset + size).step_by(PAGE as usize) {
+                    assert!(mapped.remove(&page), "page {page} unmapped while not mapped");
+                }
+                let under = live.range(..offset + size).next_back();
+                assert!(
+                    under.is_none_or(|(&o, &(s, _))| o + s <= offset),
+                    "unmapped under a live allocation"
+                );
+                ops += 1;
+            }
+            "alloc" => {
+                let (id, offset, size) = (number(1), number(2), number(3));
+                if let Some((&o, &(s, _))) = live.range(..offset + size).next_back() {
+                    assert!(o + s <= offset, "allocation {id} overlaps a live one");
+                }
+                for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
+                    assert!(mapped.contains(&page), "allocation {id} lies on unmapped page {page}");
+                }
+                live.insert(offset, (size, id));
+                by_id.insert(id, offset);
+            }
+            "free" => {
+                let offset = by_id.remove(&number(1)).unwrap();
+                live.remove(&offset);
+            }
+            other => panic!("unknown event {other}"),
+        }
+    }
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let row = stdout.lines().find(|l| l.starts_with("resnet50_train")).unwrap();
+    assert!(row.contains(&format!(" {ops} ")), "driver ops {ops} recounted from the log: {row}");
+    let committed_mib = format!("{:.1} MiB", peak as f64 / (1u64 << 20) as f64);
+    assert!(row.contains(&committed_mib), "peak committed {committed_mib} recounted from the log: {row}");
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_file() {
+    let missing = memcarve().args(["replay", "no/such/trace.pickle"]).output().unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/trace.pickle"));
+
+    let truncated = temp("truncated.pickle");
+    let bytes = std::fs::read(trace("tiny_expandable_segments.pickle")).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let output = memcarve().arg("replay").arg(&truncated).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("truncated.pickle"));
+
+    let garbage = temp("garbage.trace");
+    std::fs::write(&garbage, "this is not a trace\n").unwrap();
+    let output = memcarve().arg("replay").arg(&garbage).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("garbage.trace"));
+
+    let unknown = memcarve()
+        .args(["replay", "--policy", "nope"])
+        .arg(trace("tiny_expandable_segments.pickle"))
+        .output();
+    assert!(!unknown.unwrap().status.success());
+}
+
+#[test]
+fn config_file_becomes_a_policy() {
+    let config = temp("config.toml");
+    std::fs::write(&config, "max_empty_blocks_per_pool = 0\n[virtual_heap]\nrelease = \"immediate\"\n")
+        .unwrap();
+    let output = memcarve()
+        .arg("replay")
+        .arg("--config")
+        .arg(&config)
+        .arg(trace("tiny_expandable_segments.pickle"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains(" config "));
+    std::fs::write(&config, "no_such_field = 1\n").unwrap();
+    let output = memcarve()
+        .arg("replay")
+        .arg("--config")
+        .arg(&config)
+        .arg(trace("tiny_expandable_segments.pickle"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "unknown settings are refused");
+}
