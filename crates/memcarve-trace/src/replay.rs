@@ -3,7 +3,8 @@
 //! what it would have cost: peak committed bytes, driver operations, and speed.
 //!
 //! Policies are named allocator configurations. Every figure comes from the allocator and the device as they
-//! ran; none is read from the trace ahead of time.
+//! ran; none is read from the trace ahead of time. Observers (a placement log, samples after every event) cost
+//! the replay one branch per event when none is installed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
 use memcarve::virtual_heap::{PageEvent, ReleaseImmediately};
-use memcarve::{Allocation, AllocationDesc, Allocator, AllocatorConfig, MemoryLocation, VirtualHeapConfig};
+use memcarve::{
+    Allocation, AllocationDesc, Allocator, AllocatorConfig, BlockKind, MemoryLocation, ResourceClass,
+    VirtualHeapConfig,
+};
 
 use crate::model::{Event, PyTorchFigures};
 
@@ -141,6 +145,43 @@ impl std::fmt::Display for Placement {
     }
 }
 
+/// The state of a replay after one event (see [`Replayer::with_samples`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// The event's index in the trace, from 0 (every event counts: unmatched frees and refused allocations
+    /// too).
+    pub event: u64,
+    /// Requested bytes live after it.
+    pub live_bytes: u64,
+    /// Bytes memcarve had committed after it: live blocks and committed virtual-heap pages.
+    pub committed_bytes: u64,
+}
+
+/// Where each device block of a block policy lies in the placement log's one address space. Blocks are laid
+/// out in creation order with a gap after each, so that no two blocks ever touch in the log.
+struct BlockNumbering {
+    /// Live blocks by slot: (generation, start in the numbering, bytes).
+    blocks: HashMap<BlockSlot, (u32, u64, u64)>,
+    next_start: u64,
+    /// The device's count of destroyed blocks when last looked at.
+    destroyed: u64,
+}
+
+/// A block slot of the allocator: slots are reused, told apart by their generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct BlockSlot {
+    memory_type: u32,
+    class: ResourceClass,
+    kind: BlockKind,
+    pool: u32,
+    index: u32,
+}
+
+/// Where block numbering starts when the policy also has virtual heaps (whose offsets lie below).
+const BLOCKS_ABOVE_HEAPS: u64 = 1 << 50;
+/// Blocks in the numbering start on this boundary and are separated by at least this much.
+const BLOCK_GAP: u64 = 1 << 20;
+
 /// Replays events on a fresh allocator of one policy.
 pub struct Replayer {
     policy: String,
@@ -152,6 +193,11 @@ pub struct Replayer {
     live_bytes: u64,
     result: ReplayResult,
     placements: Option<Box<dyn FnMut(Placement)>>,
+    /// Block numbering for the placement log (on with it).
+    numbering: Option<BlockNumbering>,
+    samples: Option<Box<dyn FnMut(Sample)>>,
+    /// The index of the next event.
+    next_event: u64,
 }
 
 const DENSE_IDS: u64 = 1 << 24;
@@ -183,6 +229,9 @@ impl Replayer {
                 pytorch: None,
             },
             placements: None,
+            numbering: None,
+            samples: None,
+            next_event: 0,
         })
     }
 
@@ -192,6 +241,19 @@ impl Replayer {
     pub fn with_placements(mut self, sink: impl FnMut(Placement) + 'static) -> Replayer {
         self.allocator.record_page_events(true);
         self.placements = Some(Box::new(sink));
+        let next_start = if self.allocator.config().virtual_heap.is_some() { BLOCKS_ABOVE_HEAPS } else { 0 };
+        self.numbering = Some(BlockNumbering {
+            blocks: HashMap::new(),
+            next_start,
+            destroyed: self.device.counters().blocks_destroyed,
+        });
+        self
+    }
+
+    /// Hands `sink` a [`Sample`] after every event, once its placements (if logged) are out: enough to draw
+    /// live and committed bytes over the whole trace and to find the moment of any peak.
+    pub fn with_samples(mut self, sink: impl FnMut(Sample) + 'static) -> Replayer {
+        self.samples = Some(Box::new(sink));
         self
     }
 
@@ -209,8 +271,9 @@ impl Replayer {
                             self.live_bytes += alloc.size;
                             self.result.peak_live_bytes = self.result.peak_live_bytes.max(self.live_bytes);
                             if self.placements.is_some() {
+                                self.log_destroyed_blocks();
                                 self.log_pages();
-                                let offset = allocation.offset();
+                                let offset = self.placed_offset(&allocation);
                                 self.emit(Placement::Alloc { id: alloc.id.0, offset, size: alloc.size });
                             }
                             self.insert(alloc.id.0, allocation);
@@ -227,11 +290,20 @@ impl Replayer {
                         if self.placements.is_some() {
                             self.emit(Placement::Free { id: free.id.0 });
                             self.log_pages();
+                            self.log_destroyed_blocks();
                         }
                     }
                     None => self.result.unmatched_frees += 1,
                 },
             }
+            if let Some(sink) = self.samples.as_mut() {
+                sink(Sample {
+                    event: self.next_event,
+                    live_bytes: self.live_bytes,
+                    committed_bytes: self.device.counters().committed_bytes,
+                });
+            }
+            self.next_event += 1;
         }
         self.result.replay_time += start.elapsed();
     }
@@ -249,6 +321,72 @@ impl Replayer {
                     PageEvent::Commit { offset, size } => Placement::Map { offset, size },
                     PageEvent::Decommit { offset, size } => Placement::Unmap { offset, size },
                 });
+            }
+        }
+    }
+
+    /// The allocation's offset in the placement log's address space: its heap offset, or its offset in its
+    /// block plus the block's start in the numbering (logging the block as mapped when it is new).
+    fn placed_offset(&mut self, allocation: &Allocation) -> u64 {
+        let key = allocation.block_key();
+        if key.kind == BlockKind::VirtualHeap {
+            return allocation.offset();
+        }
+        let slot = BlockSlot {
+            memory_type: key.memory_type,
+            class: key.class,
+            kind: key.kind,
+            pool: key.pool,
+            index: key.index,
+        };
+        let Some(numbering) = self.numbering.as_mut() else { return allocation.offset() };
+        let mut unmapped = None;
+        let start = match numbering.blocks.get(&slot) {
+            Some(&(generation, start, _)) if generation == key.generation => start,
+            stale => {
+                // A slot reused by a new block within one event: the old block is gone.
+                if let Some(&(_, start, size)) = stale {
+                    unmapped = Some(Placement::Unmap { offset: start, size });
+                }
+                let size = self.allocator.with_block(allocation, |block| block.size()).unwrap_or(0);
+                let start = numbering.next_start;
+                numbering.next_start = (start + size).next_multiple_of(BLOCK_GAP) + BLOCK_GAP;
+                numbering.blocks.insert(slot, (key.generation, start, size));
+                if let Some(unmap) = unmapped.take() {
+                    self.emit(unmap);
+                }
+                self.emit(Placement::Map { offset: start, size });
+                start
+            }
+        };
+        start + allocation.offset()
+    }
+
+    /// Logs blocks the device destroyed since the last look as unmapped (only when some were).
+    fn log_destroyed_blocks(&mut self) {
+        let destroyed = self.device.counters().blocks_destroyed;
+        let Some(numbering) = self.numbering.as_mut() else { return };
+        if destroyed == numbering.destroyed {
+            return;
+        }
+        numbering.destroyed = destroyed;
+        let live: std::collections::HashSet<(u32, ResourceClass, BlockKind, u32)> = self
+            .allocator
+            .block_reports()
+            .iter()
+            .map(|block| (block.memory_type, block.class, block.kind, block.index))
+            .collect();
+        let mut gone: Vec<(BlockSlot, u64, u64)> = numbering
+            .blocks
+            .iter()
+            .filter(|(slot, _)| !live.contains(&(slot.memory_type, slot.class, slot.kind, slot.index)))
+            .map(|(slot, &(_, start, size))| (*slot, start, size))
+            .collect();
+        gone.sort_by_key(|&(_, start, _)| start);
+        for (slot, start, size) in gone {
+            numbering.blocks.remove(&slot);
+            if let Some(sink) = self.placements.as_mut() {
+                sink(Placement::Unmap { offset: start, size });
             }
         }
     }
@@ -287,5 +425,176 @@ impl Replayer {
         self.result.pytorch = pytorch;
         let _ = &self.policy;
         self.result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::model::{Alloc, AllocationId, Free};
+
+    const MIB: u64 = 1 << 20;
+
+    /// Allocations of growing sizes, half of them freed again, then the rest: blocks are created, emptied and
+    /// destroyed, and a dedicated block comes and goes.
+    fn events() -> Vec<Event> {
+        let sizes = [MIB, 3 * MIB, 20 * MIB, 200 * MIB, 40 * MIB, 7 * MIB, 60 * MIB, 90 * MIB, 5 * MIB];
+        let mut events = Vec::new();
+        for round in 0..3u64 {
+            for (index, &size) in sizes.iter().enumerate() {
+                let id = AllocationId(round * 100 + index as u64);
+                let alloc = Alloc::new(id, size + round * 4096, 256, 0);
+                events.push(Event::Alloc(alloc));
+            }
+            for index in (0..sizes.len() as u64).step_by(2) {
+                events.push(Event::Free(Free { id: AllocationId(round * 100 + index), time_us: None }));
+            }
+        }
+        for round in 0..3u64 {
+            for index in (1..sizes.len() as u64).step_by(2) {
+                events.push(Event::Free(Free { id: AllocationId(round * 100 + index), time_us: None }));
+            }
+        }
+        events.push(Event::Free(Free { id: AllocationId(12345), time_us: None }));
+        events
+    }
+
+    /// Replays `events` under `policy` with both observers on.
+    fn observe(policy: &Policy, events: &[Event]) -> (ReplayResult, Vec<Placement>, Vec<Sample>) {
+        let placements = Rc::new(RefCell::new(Vec::new()));
+        let samples = Rc::new(RefCell::new(Vec::new()));
+        let (p, s) = (Rc::clone(&placements), Rc::clone(&samples));
+        let mut replayer = Replayer::new(policy)
+            .unwrap()
+            .with_placements(move |placement| p.borrow_mut().push(placement))
+            .with_samples(move |sample| s.borrow_mut().push(sample));
+        replayer.replay(&events[..5]);
+        replayer.replay(&events[5..]);
+        let result = replayer.finish(None);
+        let placements = placements.borrow().clone();
+        let samples = samples.borrow().clone();
+        (result, placements, samples)
+    }
+
+    #[test]
+    fn samples_come_once_per_event_and_agree_with_the_result() {
+        let events = events();
+        for policy in policies() {
+            let (result, _, samples) = observe(&policy, &events);
+            assert_eq!(samples.len(), events.len(), "{}", policy.name);
+            assert!(samples.iter().enumerate().all(|(index, sample)| sample.event == index as u64));
+            assert_eq!(samples.iter().map(|s| s.live_bytes).max(), Some(result.peak_live_bytes));
+            assert_eq!(samples.iter().map(|s| s.committed_bytes).max(), Some(result.peak_committed_bytes));
+            assert_eq!(samples.last().unwrap().live_bytes, 0);
+            assert!(samples.iter().all(|s| s.committed_bytes >= s.live_bytes), "{}", policy.name);
+        }
+    }
+
+    /// Every policy's placement log, blocks included, describes memory consistently: live allocations lie
+    /// in mapped ranges and never overlap, maps never overlap, unmaps remove what was mapped, and the mapped
+    /// bytes after each event are the device's committed bytes.
+    #[test]
+    fn placement_logs_are_consistent_for_every_policy() {
+        let events = events();
+        for policy in policies() {
+            let (result, placements, samples) = observe(&policy, &events);
+            let mut mapped: BTreeMap<u64, u64> = BTreeMap::new(); // start -> size, as mapped
+            let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // offset -> (size, id)
+            let mut by_id: HashMap<u64, u64> = HashMap::new();
+            let (mut committed, mut peak) = (0u64, 0u64);
+            for placement in &placements {
+                match *placement {
+                    Placement::Map { offset, size } => {
+                        let overlaps =
+                            mapped.range(..offset + size).next_back().is_some_and(|(&s, &z)| s + z > offset);
+                        assert!(!overlaps, "{}: {placement}", policy.name);
+                        mapped.insert(offset, size);
+                        committed += size;
+                        peak = peak.max(committed);
+                    }
+                    Placement::Unmap { offset, size } => {
+                        // Page runs are unmapped in parts, or several at once: cut out what was asked.
+                        let end = offset + size;
+                        assert!(covered(&mapped, offset, end), "{}: {placement} not mapped", policy.name);
+                        let touched: Vec<(u64, u64)> = mapped
+                            .range(..end)
+                            .rev()
+                            .take_while(|&(&start, &length)| start + length > offset)
+                            .map(|(&start, &length)| (start, length))
+                            .collect();
+                        for (start, length) in touched {
+                            mapped.remove(&start);
+                            if start < offset {
+                                mapped.insert(start, offset - start);
+                            }
+                            if start + length > end {
+                                mapped.insert(end, start + length - end);
+                            }
+                        }
+                        committed -= size;
+                    }
+                    Placement::Alloc { id, offset, size } => {
+                        assert!(
+                            covered(&mapped, offset, offset + size),
+                            "{}: {placement} outside",
+                            policy.name
+                        );
+                        let overlaps = live
+                            .range(..offset + size)
+                            .next_back()
+                            .is_some_and(|(&o, &(z, _))| o + z > offset);
+                        assert!(!overlaps, "{}: {placement} overlaps", policy.name);
+                        live.insert(offset, (size, id));
+                        by_id.insert(id, offset);
+                    }
+                    Placement::Free { id } => {
+                        live.remove(&by_id.remove(&id).unwrap());
+                    }
+                }
+            }
+            assert_eq!(peak, result.peak_committed_bytes, "{}", policy.name);
+            assert_eq!(committed, samples.last().unwrap().committed_bytes, "{}", policy.name);
+            assert!(live.is_empty());
+        }
+    }
+
+    /// Whether mapped runs (start -> size, disjoint) cover `[from, to)` without a hole.
+    fn covered(mapped: &BTreeMap<u64, u64>, from: u64, to: u64) -> bool {
+        let mut at = from;
+        while at < to {
+            match mapped.range(..=at).next_back() {
+                Some((&start, &length)) if start + length > at => at = start + length,
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn block_numbering_gives_each_block_its_own_range() {
+        let events = events();
+        let (result, placements, _) = observe(&policy("blocks").unwrap(), &events);
+        let maps: Vec<(u64, u64)> = placements
+            .iter()
+            .filter_map(|p| match *p {
+                Placement::Map { offset, size } => Some((offset, size)),
+                _ => None,
+            })
+            .collect();
+        let unmaps = placements.iter().filter(|p| matches!(p, Placement::Unmap { .. })).count();
+        assert!(unmaps > 0);
+        assert_eq!(
+            (maps.len() + unmaps) as u64,
+            result.driver_ops,
+            "a map per creation, an unmap per destruction"
+        );
+        assert!(maps.windows(2).all(|w| w[1].0 > w[0].0 + w[0].1), "blocks never touch: {maps:?}");
+        assert_eq!(maps[0].0, 0);
     }
 }

@@ -10,7 +10,8 @@
 //! - `free_requested`, `snapshot` and `user_defined` entries are skipped; `oom` entries are counted;
 //! - `segment_alloc`/`segment_map` add `size` to PyTorch's reserved bytes and `segment_free`/`segment_unmap`
 //!   subtract it; the peak of that running sum is PyTorch's peak reserved, and these four actions are its
-//!   segment operations.
+//!   segment operations. Each change is also kept as a [`ReservedStep`], so that PyTorch's reserved bytes can
+//!   be drawn beside a replay, event by event.
 //!
 //! Every allocation gets alignment [`DEFAULT_ALIGNMENT`], location `gpu-only` and class `buffer` (CUDA
 //! device memory holding tensors); `stream` and `time_us` come from the entry, and a non-empty
@@ -52,9 +53,30 @@ pub struct ImportedTrace {
     pub devices: Vec<usize>,
     /// Trace entries read, of every action.
     pub entries: u64,
+    /// PyTorch's reserved bytes over the trace: one step per segment operation, in order, several with the
+    /// same event index where segments changed between two events (see [`ImportedTrace::pytorch_reserved_at`]).
+    pub reserved_steps: Vec<ReservedStep>,
+}
+
+/// PyTorch's reserved bytes after one segment operation of a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReservedStep {
+    /// The index of the first event this value applies to: the number of events imported before the segment
+    /// operation (a segment is reserved just before the allocation that needed it).
+    pub event: u64,
+    /// PyTorch's reserved bytes from then on (0 where the trace released segments reserved before it began).
+    pub reserved_bytes: u64,
 }
 
 impl ImportedTrace {
+    /// PyTorch's reserved bytes while event `event` (an index into [`ImportedTrace::events`]) ran: the value of
+    /// the last step at or before it, 0 before the first. For a walk over every event, step through
+    /// [`ImportedTrace::reserved_steps`] instead (it also has the values between two events).
+    pub fn pytorch_reserved_at(&self, event: u64) -> u64 {
+        let after = self.reserved_steps.partition_point(|step| step.event <= event);
+        after.checked_sub(1).map_or(0, |index| self.reserved_steps[index].reserved_bytes)
+    }
+
     /// The header a trace file of this import carries: its source, the dropped frees and PyTorch's figures.
     pub fn header(&self) -> TraceHeader {
         let name = Path::new(&self.file)
@@ -191,6 +213,7 @@ struct Importer<'a> {
     ooms: u64,
     devices: Vec<usize>,
     entries: u64,
+    reserved_steps: Vec<ReservedStep>,
 }
 
 impl<'a> Importer<'a> {
@@ -208,6 +231,7 @@ impl<'a> Importer<'a> {
             ooms: 0,
             devices: Vec::new(),
             entries: 0,
+            reserved_steps: Vec::new(),
         }
     }
 
@@ -263,6 +287,7 @@ impl<'a> Importer<'a> {
             summary,
             devices: self.devices,
             entries: self.entries,
+            reserved_steps: self.reserved_steps,
         })
     }
 
@@ -333,8 +358,10 @@ impl<'a> Importer<'a> {
             Action::Reserve | Action::Release => {
                 let size = i128::from(required_u64(entry.size, "size")?);
                 self.reserved += if action == Action::Reserve { size } else { -size };
-                self.peak_reserved = self.peak_reserved.max(u64::try_from(self.reserved).unwrap_or(0));
+                let reserved_bytes = u64::try_from(self.reserved).unwrap_or(0);
+                self.peak_reserved = self.peak_reserved.max(reserved_bytes);
                 self.segment_ops += 1;
+                self.reserved_steps.push(ReservedStep { event: self.events.len() as u64, reserved_bytes });
             }
             Action::Oom => self.ooms += 1,
             Action::Skip => {}
@@ -386,4 +413,45 @@ fn kind(value: &Value) -> &'static str {
 
 fn shorten(text: &str) -> String {
     text.chars().take(40).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn shipped(name: &str) -> ImportedTrace {
+        import(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces").join(name)).unwrap()
+    }
+
+    /// The steps walk PyTorch's reserved bytes: one per segment operation, in event order, peaking at the
+    /// summary's peak.
+    #[test]
+    fn reserved_steps_follow_the_segment_operations() {
+        for name in ["resnet50_train.pickle.gz", "gpt2_train.pickle.gz", "tiny_expandable_segments.pickle"] {
+            let trace = shipped(name);
+            let pytorch = trace.summary.pytorch.unwrap();
+            assert_eq!(trace.reserved_steps.len() as u64, pytorch.segment_ops, "{name}");
+            assert!(trace.reserved_steps.windows(2).all(|w| w[0].event <= w[1].event), "{name}");
+            assert!(trace.reserved_steps.iter().all(|step| step.event <= trace.events.len() as u64));
+            let peak = trace.reserved_steps.iter().map(|step| step.reserved_bytes).max();
+            assert_eq!(peak, Some(pytorch.peak_reserved_bytes), "{name}");
+        }
+    }
+
+    #[test]
+    fn reserved_at_an_event_is_the_last_step_before_it() {
+        let trace = shipped("tiny_expandable_segments.pickle");
+        assert_eq!(trace.pytorch_reserved_at(0), {
+            trace.reserved_steps.iter().take_while(|s| s.event == 0).last().map_or(0, |s| s.reserved_bytes)
+        });
+        for step in &trace.reserved_steps {
+            let last_at_event =
+                trace.reserved_steps.iter().rev().find(|s| s.event <= step.event).unwrap().reserved_bytes;
+            assert_eq!(trace.pytorch_reserved_at(step.event), last_at_event);
+        }
+        let end = trace.reserved_steps.last().unwrap().reserved_bytes;
+        assert_eq!(trace.pytorch_reserved_at(u64::MAX), end);
+    }
 }
