@@ -98,6 +98,11 @@ struct Live {
     buffer: vk::Buffer,
     allocation: Allocation,
     seed: u64,
+    /// The buffer's size (`VkBufferCreateInfo::size`): the bytes written, verified and copied. The allocation
+    /// can be larger: its size is the driver's requirement, which may round the buffer's size up (the NVIDIA
+    /// driver rounds to the buffer's 16-byte alignment; lavapipe does not), and the bytes past the buffer's end
+    /// belong to no buffer, so nothing writes them and nothing may read them as the buffer's.
+    size: u64,
 }
 
 /// What the run did, printed at the end.
@@ -107,6 +112,8 @@ struct Counters {
     destroyed: u64,
     deferred: u64,
     bytes_written: u64,
+    /// Buffers whose allocation (the driver's requirement size) is larger than the buffer.
+    padded: u64,
     bytes_verified: u64,
     device_bytes_verified: u64,
 }
@@ -137,9 +144,11 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
     };
     println!(
         "filled: {BUFFERS} buffers, memory type {memory_type} ({}), {} bytes written and flushed; buffers are \
-         aligned to {alignment} bytes (the gaps this leaves after unaligned sizes count as free ranges)",
+         aligned to {alignment} bytes (the gaps this leaves after unaligned sizes count as free ranges); {} \
+         buffer(s) got an allocation larger than the buffer (the driver's requirement size)",
         allocator.memory_properties().types[memory_type as usize].flags,
-        counters.bytes_written
+        counters.bytes_written,
+        counters.padded
     );
     print_state(&allocator, "after fill");
     let dropped_after_fill = events(&allocator, "after the fill")?;
@@ -256,17 +265,37 @@ fn create(
     }
     counters.created += 1;
     counters.bytes_written += size;
-    Ok(Live { buffer, allocation, seed })
+    counters.padded += u64::from(allocation.size() > size);
+    Ok(Live { buffer, allocation, seed, size })
 }
 
-/// Reads every live buffer back through a mapping and compares it with its pattern.
+/// Checks that no two live allocations share bytes, then reads every live buffer back through a mapping and
+/// compares it with its pattern.
 fn verify(
     allocator: &Allocator<VulkanDevice>,
     slots: &[Option<Live>],
     counters: &mut Counters,
 ) -> Result<(), Box<dyn Error>> {
+    let mut ranges: Vec<_> = slots
+        .iter()
+        .flatten()
+        .map(|live| {
+            (live.allocation.block_key(), live.allocation.offset(), live.allocation.size(), live.seed)
+        })
+        .collect();
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        let ((block, offset, size, seed), (next_block, next_offset, _, next_seed)) = (pair[0], pair[1]);
+        if block == next_block && offset + size > next_offset {
+            return Err(format!(
+                "buffers {seed} and {next_seed} overlap in {block:?} ([{offset}, {}) and {next_offset})",
+                offset + size
+            )
+            .into());
+        }
+    }
     for live in slots.iter().flatten() {
-        let size = live.allocation.size();
+        let size = live.size;
         let mut read = vec![0u8; size as usize];
         {
             let mapped = allocator.map(&live.allocation)?;
@@ -313,7 +342,7 @@ fn device_copy_sample(
 ) -> Result<(), Box<dyn Error>> {
     let step = (slots.len() / DEVICE_SAMPLE).max(1);
     let sample: Vec<Live> = slots.iter_mut().step_by(step).filter_map(Option::take).collect();
-    let total: u64 = sample.iter().map(|live| live.allocation.size()).sum();
+    let total: u64 = sample.iter().map(|live| live.size).sum();
     let info = vk::BufferCreateInfo::default()
         .size(total)
         .usage(vk::BufferUsageFlags::TRANSFER_DST)
@@ -326,8 +355,8 @@ fn device_copy_sample(
     let mut regions = Vec::with_capacity(sample.len());
     let mut offset = 0;
     for live in &sample {
-        regions.push((live.buffer, offset, live.allocation.size()));
-        offset += live.allocation.size();
+        regions.push((live.buffer, offset, live.size));
+        offset += live.size;
     }
 
     let device = context.device();
@@ -376,7 +405,7 @@ fn device_copy_sample(
     // The sources are done with once the copy is: hand them back now, freed when the fence has signalled.
     let mut expected = Vec::with_capacity(total as usize);
     for live in sample {
-        expected.extend(pattern(live.seed, live.allocation.size()));
+        expected.extend(pattern(live.seed, live.size));
         // SAFETY: made by this allocator with this allocation and destroyed by nothing else; the device's only
         // use of it is the copy submitted above, which ends at `fence`; the fence is neither reset nor
         // destroyed until the deferred frees were processed (below).
