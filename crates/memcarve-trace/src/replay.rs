@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
-use memcarve::virtual_heap::{PageEvent, ReleaseImmediately};
+use memcarve::virtual_heap::{PageEvent, ReleaseImmediately, RetainEmpty};
 use memcarve::{
     Allocation, AllocationDesc, Allocator, AllocatorConfig, BlockKind, MemoryLocation, ResourceClass,
     VirtualHeapConfig,
@@ -35,9 +35,17 @@ pub fn policies() -> Vec<Policy> {
     vec![
         Policy {
             name: "vmm",
-            description: "virtual heap (as the CUDA backend uses it): 2 MiB pages committed on demand, empty pages \
-                          kept up to 64 MiB + 5 % of live bytes",
+            description: "virtual heap (as the CUDA backend uses it), 2 MiB pages: committed memory kept within \
+                          3 % of the peak live bytes so far, commits running ahead within that budget",
             config: AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()),
+        },
+        Policy {
+            name: "vmm-retain",
+            description: "virtual heap that keeps up to 64 MiB + 5 % of the live bytes committed while empty",
+            config: AllocatorConfig::default().with_virtual_heap(
+                VirtualHeapConfig::default()
+                    .with_release(Arc::new(RetainEmpty { bytes: 64 << 20, live_fraction: 0.05 })),
+            ),
         },
         Policy {
             name: "vmm-eager",

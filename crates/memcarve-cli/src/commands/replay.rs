@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use memcarve::virtual_heap::{ReleaseImmediately, ReleasePolicy, RetainEmpty};
+use memcarve::virtual_heap::{PeakSlack, ReleaseImmediately, ReleasePolicy, RetainEmpty};
 use memcarve::{AllocationSizes, AllocatorConfig, VirtualHeapConfig};
 use memcarve_trace::replay::{Placement, Policy, ReplayResult, Replayer, policies, policy};
 use serde::{Deserialize, Serialize};
@@ -71,6 +71,10 @@ struct VirtualHeapFile {
     release: Option<String>,
     retain_bytes: Option<u64>,
     retain_live_fraction: Option<f64>,
+    /// For `peak-slack`: allowed committed bytes above the peak live bytes so far (fraction).
+    slack: Option<f64>,
+    /// For `peak-slack`: largest commit-ahead as a fraction of the committed bytes.
+    max_ahead_fraction: Option<f64>,
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -107,8 +111,15 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
                 bytes: heap.retain_bytes.unwrap_or(64 << 20),
                 live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
             })),
+            Some("peak-slack") => Some(Arc::new(PeakSlack {
+                slack: heap.slack.unwrap_or(0.03),
+                max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(0.25),
+            })),
             Some(other) => {
-                bail!("{}: unknown release policy {other:?} (immediate or retain)", path.display())
+                bail!(
+                    "{}: unknown release policy {other:?} (immediate, retain or peak-slack)",
+                    path.display()
+                )
             }
         };
         if let Some(release) = release {

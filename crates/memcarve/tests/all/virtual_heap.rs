@@ -133,3 +133,39 @@ fn commit_failures_are_clean_and_lose_nothing() {
     allocator.check().unwrap();
     assert_eq!(device.counters().committed_bytes, 0, "every committed page came back");
 }
+
+#[test]
+fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
+    let config = VirtualHeapConfig::default()
+        .with_release(Arc::new(memcarve::virtual_heap::PeakSlack { slack: 0.03, max_ahead_fraction: 0.25 }));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let mut peak_live = 0u64;
+    let mut commits_after_first_round = 0;
+    for round in 0..5 {
+        // Each round grows to about 1 GiB of 4 MiB + 1 KiB tensors, then frees them all.
+        let live: Vec<_> = (0..250)
+            .map(|_| {
+                allocator
+                    .allocate(&AllocationDesc::new("t", 4 * MIB + 1024, MemoryLocation::GpuOnly))
+                    .unwrap()
+            })
+            .collect();
+        peak_live = peak_live.max(live.iter().map(|a| a.size()).sum());
+        let committed = allocator.virtual_heap_stats(1).unwrap().committed_bytes;
+        assert!(committed as f64 <= 1.03 * peak_live as f64 + (2 * MIB) as f64, "round {round}: {committed}");
+        for a in live {
+            allocator.free(a).unwrap();
+        }
+        if round == 0 {
+            commits_after_first_round = device.counters().commits;
+        }
+    }
+    assert_eq!(device.counters().commits, commits_after_first_round, "later rounds reuse the pages");
+    assert_eq!(device.counters().decommits, 0, "within the budget nothing is decommitted");
+    // Without running ahead nearly every request would need a commit of its own.
+    assert!(
+        commits_after_first_round < 250 / 2,
+        "commits run ahead: {commits_after_first_round} for 250 requests"
+    );
+    allocator.check().unwrap();
+}
