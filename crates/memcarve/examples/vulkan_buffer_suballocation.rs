@@ -10,47 +10,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use memcarve::backends::vulkan::ash::vk;
-use memcarve::backends::vulkan::{ResourceOptions, VulkanContext, VulkanContextDesc, VulkanDevice};
+use memcarve::backends::vulkan::{ResourceOptions, VulkanContext, VulkanDevice};
 use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Dedicated, Device, MemoryLocation};
 
 const BUFFER_SIZE: u64 = 64 << 10;
 
-fn main() -> ExitCode {
-    match run() {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(errors) => {
-            eprintln!("FAILED: the validation layer reported {errors} error(s)");
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("FAILED: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
+mod common;
 
-/// Runs the scenario; returns the number of validation errors.
-fn run() -> Result<usize, Box<dyn Error>> {
-    let desc = VulkanContextDesc::default()
-        .with_validation(true)
-        .with_application_name("vulkan_buffer_suballocation");
-    let context = Arc::new(VulkanContext::new(&desc)?);
-    let log = context.validation_log();
-    println!(
-        "device: {} (Vulkan {}.{}), validation on, {:?}",
-        context.device_name(),
-        vk::api_version_major(context.api_version()),
-        vk::api_version_minor(context.api_version()),
-        context.features()
-    );
-    let result = scenario(&context);
-    drop(context);
-    for message in log.messages() {
-        println!("validation: {message}");
-    }
-    println!("validation errors: {}", log.error_count());
-    result?;
-    Ok(log.error_count())
+fn main() -> ExitCode {
+    common::run_validated("vulkan_buffer_suballocation", scenario)
 }
 
 fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {

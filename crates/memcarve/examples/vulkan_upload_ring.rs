@@ -15,9 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use memcarve::backends::vulkan::ash::{self, vk};
-use memcarve::backends::vulkan::{
-    ResourceOptions, VulkanContext, VulkanContextDesc, VulkanDevice, WaitPoint,
-};
+use memcarve::backends::vulkan::{ResourceOptions, VulkanContext, VulkanDevice, WaitPoint};
 use memcarve::{Allocator, AllocatorConfig, MemoryLocation, UploadRing, UploadSlice};
 
 /// Bytes of the ring.
@@ -33,53 +31,13 @@ const FRAMES_IN_FLIGHT: usize = 2;
 /// Alignment of every slice in the ring.
 const SLICE_ALIGNMENT: u64 = 256;
 
+mod common;
+
 fn main() -> ExitCode {
-    match run() {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(errors) => {
-            eprintln!("FAILED: the validation layer reported {errors} error(s)");
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("FAILED: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_validated("vulkan_upload_ring", scenario)
 }
 
-/// Runs the scenario; returns the number of validation errors.
-fn run() -> Result<usize, Box<dyn Error>> {
-    let desc = VulkanContextDesc::default().with_validation(true).with_application_name("vulkan_upload_ring");
-    let context = Arc::new(VulkanContext::new(&desc)?);
-    let log = context.validation_log();
-    println!(
-        "device: {} (Vulkan {}.{}), validation on",
-        context.device_name(),
-        vk::api_version_major(context.api_version()),
-        vk::api_version_minor(context.api_version())
-    );
-    let result = scenario(&context);
-    drop(context);
-    for message in log.messages() {
-        println!("validation: {message}");
-    }
-    println!("validation errors: {}", log.error_count());
-    result?;
-    Ok(log.error_count())
-}
-
-/// splitmix64: a small seeded generator, so that every run streams the same chunks.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
+use common::Rng;
 
 /// The stream's bytes: position-dependent, so that a chunk copied to the wrong place shows.
 fn stream_bytes(size: u64) -> Vec<u8> {
