@@ -900,10 +900,11 @@ impl<D: Device> Allocator<D> {
             }
         }
         // Virtual-heap fast path: the best type's heap, without a budget query; budgets are consulted (through
-        // the ranking below) once it runs out.
+        // the ranking below) once it runs out, and always under `RequireWithin` (a commit is new memory).
         if let (Some(heap_config), Some(vm)) = (&self.config.virtual_heap, self.device.virtual_memory())
             && let Some(best_type) = best_memory_type(&self.properties, desc)
             && desc.dedicated == Dedicated::No
+            && desc.options.budget != BudgetPolicy::RequireWithin
             && desc.size <= self.type_limit(best_type)
             && let Some(page_size) = vm.granularity(best_type)
             && let Ok(allocation) = self.allocate_virtual(desc, best_type, vm, page_size, heap_config)
