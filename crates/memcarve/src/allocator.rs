@@ -907,7 +907,7 @@ impl<D: Device> Allocator<D> {
             && desc.options.budget != BudgetPolicy::RequireWithin
             && desc.size <= self.type_limit(best_type)
             && let Some(page_size) = vm.granularity(best_type)
-            && let Ok(allocation) = self.allocate_virtual(desc, best_type, vm, page_size, heap_config)
+            && let Ok(allocation) = self.allocate_virtual(desc, best_type, vm, page_size, heap_config, true)
         {
             return Ok(allocation);
         }
@@ -943,7 +943,10 @@ impl<D: Device> Allocator<D> {
     fn type_limit(&self, memory_type: u32) -> u64 {
         let heap = self.properties.types[memory_type as usize].heap_index as usize;
         let heap_size = self.properties.heaps.get(heap).map_or(0, |h| h.size);
-        heap_size.min(self.properties.limits.max_allocation_size)
+        // A virtual heap commits pages, not one block per request: the device's block-size limit does not apply.
+        let virtual_heap = self.config.virtual_heap.is_some()
+            && self.device.virtual_memory().is_some_and(|vm| vm.granularity(memory_type).is_some());
+        if virtual_heap { heap_size } else { heap_size.min(self.properties.limits.max_allocation_size) }
     }
 
     fn allocate_in_type(&self, desc: &AllocationDesc<'_>, choice: &MemoryTypeChoice) -> Result<Allocation> {
@@ -967,10 +970,8 @@ impl<D: Device> Allocator<D> {
         if let (Some(heap_config), Some(vm)) = (&self.config.virtual_heap, self.device.virtual_memory())
             && let Some(page_size) = vm.granularity(memory_type)
         {
-            if !may_create {
-                return Err(Error::OutOfMemory { size: desc.size });
-            }
-            return self.allocate_virtual(desc, memory_type, vm, page_size, heap_config);
+            // Without room in the budget, only pages already committed may be used.
+            return self.allocate_virtual(desc, memory_type, vm, page_size, heap_config, may_create);
         }
 
         // Existing blocks first.
@@ -1023,6 +1024,7 @@ impl<D: Device> Allocator<D> {
         vm: &D::Virtual,
         page_size: u64,
         config: &VirtualHeapConfig,
+        may_commit: bool,
     ) -> Result<Allocation> {
         let mut slot = lock(&self.heaps[memory_type as usize]);
         if slot.is_none() {
@@ -1037,10 +1039,10 @@ impl<D: Device> Allocator<D> {
         let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
         heap.observe(self.config.event_capacity > 0);
         let before = heap.stats();
-        let mut placed = heap.allocate(vm, desc.size, desc.alignment);
+        let mut placed = heap.allocate(vm, desc.size, desc.alignment, may_commit);
         if matches!(placed, Err(DeviceError::OutOfDeviceMemory)) && heap.trim(vm) > 0 {
             AtomicDiagnostics::bump(&self.diagnostics.reclaims);
-            placed = heap.allocate(vm, desc.size, desc.alignment);
+            placed = heap.allocate(vm, desc.size, desc.alignment, may_commit);
         }
         self.heap_changed(memory_type, heap, before);
         if matches!(placed, Ok(Some(_))) && heap.stats().commits == before.commits {

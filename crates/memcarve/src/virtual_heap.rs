@@ -319,17 +319,24 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Allocates `size` bytes and commits the pages it touches that are not committed yet.
+    /// With `may_commit` false only committed pages may be used: a request that would need a commit gets
+    /// `Ok(None)` (no room), as under `BudgetPolicy::RequireWithin` on an over-budget heap.
     pub fn allocate(
         &mut self,
         vm: &V,
         size: u64,
         alignment: u64,
+        may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
         let allocation = match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
             Ok(allocation) => allocation,
             Err(_) => return Ok(None),
         };
         let (first, last) = self.pages(allocation.offset, self.span(size));
+        if !may_commit && self.committed[first..=last].contains(&false) {
+            let _ = self.ranges.free(allocation.handle);
+            return Ok(None);
+        }
         let commit_last = self.extend_commit(first, last, size);
         if let Err(error) = self.commit_missing(vm, first, commit_last) {
             // Nothing is lost: the range goes back, and pages committed on the way stay as empty pages for the

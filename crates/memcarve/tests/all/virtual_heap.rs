@@ -169,3 +169,26 @@ fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
     );
     allocator.check().unwrap();
 }
+
+#[test]
+fn require_within_budget_refuses_commits_on_a_full_heap() {
+    use memcarve::{AllocationOptions, BudgetPolicy, Usage};
+    let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::lavapipe(), HostMode::Simulated)));
+    // Pages are released at once and never committed ahead, so every new request needs a commit.
+    let heap = VirtualHeapConfig::default().with_release(Arc::new(ReleaseImmediately));
+    let allocator =
+        Allocator::new(Arc::clone(&device), AllocatorConfig::default().with_virtual_heap(heap)).unwrap();
+    let ignore = AllocationOptions::new(Usage::GpuOnly).with_budget(BudgetPolicy::Ignore);
+    // lavapipe's one heap is 4 GiB with a budget of 80 %: fill 3.5 GiB and half a page.
+    let filler = allocator.allocate(&AllocationDesc::new("fill", 3585 * MIB, ignore)).unwrap();
+    let require = AllocationOptions::new(Usage::GpuOnly).with_budget(BudgetPolicy::RequireWithin);
+    let refused = allocator.allocate(&AllocationDesc::new("new pages", 64 * MIB, require));
+    assert!(matches!(refused, Err(Error::OutOfMemory { .. })), "{refused:?}");
+    // Pages already committed may still be used: a small request fits in the filler's last, half-used page.
+    let inside = allocator.allocate(&AllocationDesc::new("committed page", 512, require)).unwrap();
+    allocator.free(filler).unwrap();
+    let fits = allocator.allocate(&AllocationDesc::new("now within", 64 * MIB, require)).unwrap();
+    allocator.free(fits).unwrap();
+    allocator.free(inside).unwrap();
+    allocator.check().unwrap();
+}
