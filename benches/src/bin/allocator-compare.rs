@@ -12,10 +12,10 @@
 //!   policy, pool lock, blocks, handles and counters included.
 //!
 //! Both report ns per free+allocate pair (median of 15 runs, alternating). Then throughput with threads: one
-//! thread runs the churn on `GpuOnly` memory; two threads run it at once, one on `GpuOnly` and one on
-//! `CpuToGpu` memory (different memory types, so different pools and locks), on one shared allocator. The
-//! ratio is total operations per second with two threads over one (2.0 would be perfect scaling; this machine
-//! has 2 cores).
+//! thread runs the churn steps ten times over on `GpuOnly` memory; two threads do the same at once, one on
+//! `GpuOnly` and one on `CpuToGpu` memory (different memory types, so different pools and locks), on one shared
+//! allocator (median of 7). The ratio is total operations per second with two threads over one (2.0 would be
+//! perfect scaling; this machine has 2 cores).
 //!
 //! The last line of stdout: `allocator-compare: full/core=<r> threads2/threads1=<r>`.
 
@@ -32,6 +32,10 @@ const LIVE: usize = 10_000;
 const STEPS: usize = 100_000;
 const ALIGNMENT: u64 = 256;
 const REPETITIONS: usize = 15;
+/// Rounds of the churn steps per thread in the scaling test (short runs time thread start-up and noise).
+const THREAD_ROUNDS: usize = 10;
+/// Repetitions of the scaling test.
+const THREAD_REPETITIONS: usize = 7;
 
 struct Churn {
     setup: Vec<u64>,
@@ -69,16 +73,28 @@ fn run_core(churn: &Churn) -> f64 {
 
 /// Runs the churn on `allocator` in `location`; returns the seconds the steps took.
 fn run_full(allocator: &Allocator<Arc<HostDevice>>, churn: &Churn, location: MemoryLocation) -> f64 {
+    run_full_rounds(allocator, churn, location, 1)
+}
+
+/// As `run_full`, with the steps repeated `rounds` times after one setup (long enough to time threads).
+fn run_full_rounds(
+    allocator: &Allocator<Arc<HostDevice>>,
+    churn: &Churn,
+    location: MemoryLocation,
+    rounds: usize,
+) -> f64 {
     let desc = |size| AllocationDesc::new("bench", size, location).with_alignment(ALIGNMENT);
     let mut live: Vec<_> =
         churn.setup.iter().map(|&size| allocator.allocate(&desc(size)).expect("full: allocate")).collect();
     let start = Instant::now();
-    for &(victim, size) in &churn.steps {
-        let allocation = live.swap_remove(victim as usize);
-        allocator.free(allocation).expect("full: free");
-        let allocation = allocator.allocate(&desc(size)).expect("full: allocate");
-        black_box(allocation.offset());
-        live.push(allocation);
+    for _ in 0..rounds {
+        for &(victim, size) in &churn.steps {
+            let allocation = live.swap_remove(victim as usize);
+            allocator.free(allocation).expect("full: free");
+            let allocation = allocator.allocate(&desc(size)).expect("full: allocate");
+            black_box(allocation.offset());
+            live.push(allocation);
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
     for allocation in live {
@@ -115,9 +131,9 @@ fn main() {
     let (mut one, mut two) = (Vec::new(), Vec::new());
     let shared = Arc::new(new_allocator());
     run_full(&shared, &second, MemoryLocation::CpuToGpu);
-    for _ in 0..REPETITIONS {
-        let seconds = run_full(&shared, &sequence, MemoryLocation::GpuOnly);
-        one.push(2.0 * STEPS as f64 / seconds);
+    for _ in 0..THREAD_REPETITIONS {
+        let seconds = run_full_rounds(&shared, &sequence, MemoryLocation::GpuOnly, THREAD_ROUNDS);
+        one.push(2.0 * (THREAD_ROUNDS * STEPS) as f64 / seconds);
         let barrier = Arc::new(Barrier::new(2));
         let start = Instant::now();
         let threads: Vec<_> = [(MemoryLocation::GpuOnly, 0), (MemoryLocation::CpuToGpu, 1)]
@@ -127,13 +143,13 @@ fn main() {
                 let sequence = if which == 0 { churn(0x6d63_6172_7665) } else { churn(0x7365_636f_6e64) };
                 std::thread::spawn(move || {
                     barrier.wait();
-                    run_full(&shared, &sequence, location)
+                    run_full_rounds(&shared, &sequence, location, THREAD_ROUNDS)
                 })
             })
             .collect();
         let busiest = threads.into_iter().map(|t| t.join().expect("thread panicked")).fold(0.0, f64::max);
         black_box(start.elapsed());
-        two.push(2.0 * 2.0 * STEPS as f64 / busiest);
+        two.push(2.0 * 2.0 * (THREAD_ROUNDS * STEPS) as f64 / busiest);
     }
     let (one_ops, two_ops) = (median(&mut one), median(&mut two));
 
