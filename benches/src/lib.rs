@@ -156,3 +156,28 @@ mod tests {
         }
     }
 }
+
+/// Median and range of a set of timing samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// The median.
+    pub median: f64,
+    /// The smallest sample.
+    pub min: f64,
+    /// The largest sample.
+    pub max: f64,
+}
+
+impl Summary {
+    /// Summarises `samples` (at least one; no NaN).
+    pub fn of(mut samples: Vec<f64>) -> Summary {
+        let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Summary { median: median(&mut samples), min, max }
+    }
+
+    /// `median [min-max]` with one decimal, as the tables print it.
+    pub fn cell(&self) -> String {
+        format!("{:.1} [{:.1}-{:.1}]", self.median, self.min, self.max)
+    }
+}

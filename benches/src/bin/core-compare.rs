@@ -39,7 +39,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use memcarve_benches::{Rng, heap_in_use, log_uniform, median, shuffle};
+use memcarve_benches::{Rng, Summary, heap_in_use, log_uniform, shuffle};
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 use vk_mem::{
     VirtualAllocation, VirtualAllocationCreateFlags, VirtualAllocationCreateInfo, VirtualBlockCreateInfo,
@@ -373,27 +373,9 @@ fn churn_footprint<A: RangeAllocator>(
     (held, reported)
 }
 
-/// Median and range of a set of samples.
-#[derive(Clone, Copy)]
-struct Summary {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Summary {
-    fn of(mut samples: Vec<f64>) -> Summary {
-        let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Summary { median: median(&mut samples), min, max }
-    }
-
-    fn cell(summary: Option<Summary>) -> String {
-        match summary {
-            Some(s) => format!("{:.1} [{:.1}-{:.1}]", s.median, s.min, s.max),
-            None => "-".to_string(),
-        }
-    }
+/// A table cell: the summary, or `-` where an allocator sits a workload out.
+fn cell(summary: Option<Summary>) -> String {
+    summary.map_or_else(|| "-".to_string(), |s| s.cell())
 }
 
 /// One row of results.
@@ -515,9 +497,9 @@ fn main() {
         println!(
             "{:<name_width$}{:>col$}{:>col$}{:>col$}",
             row.workload,
-            Summary::cell(Some(row.memcarve)),
-            Summary::cell(row.offset),
-            Summary::cell(Some(row.vma))
+            cell(Some(row.memcarve)),
+            cell(row.offset),
+            cell(Some(row.vma))
         );
     }
     println!();

@@ -47,7 +47,7 @@ use ash::vk;
 use gpu_allocator::vulkan as ga;
 use memcarve::backends::vulkan::{VulkanContext, VulkanContextDesc, VulkanDevice};
 use memcarve::{Allocation, Allocator, AllocatorConfig, MemoryLocation};
-use memcarve_benches::{Rng, log_uniform, median, shuffle};
+use memcarve_benches::{Rng, Summary, log_uniform, shuffle};
 use vk_mem::Alloc as _;
 
 /// Smallest buffer.
@@ -528,26 +528,6 @@ fn time_phase2<P: Peer>(make: &impl Fn() -> P, work: &Workload, live: &mut Vec<B
     }
     drop(peer);
     elapsed.as_nanos() as f64 / (2 * STEPS) as f64
-}
-
-/// Median and range of a set of samples.
-#[derive(Clone, Copy)]
-struct Summary {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Summary {
-    fn of(mut samples: Vec<f64>) -> Summary {
-        let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Summary { median: median(&mut samples), min, max }
-    }
-
-    fn cell(&self) -> String {
-        format!("{:.1} [{:.1}-{:.1}]", self.median, self.min, self.max)
-    }
 }
 
 /// Timings of one allocator.

@@ -9,6 +9,8 @@ mod mapping;
 mod observability;
 mod patterns;
 mod randomized;
+// The same seeded generator as memcarve-core's tests: one copy.
+#[path = "../../../memcarve-core/tests/all/rng.rs"]
 mod rng;
 mod threads;
 mod upload_ring;
