@@ -4,10 +4,9 @@
 //! `cuMemMap` per committed run, `cuMemUnmap` + `cuMemRelease` per decommitted run); the host backend models it.
 //!
 //! Invariants: a page is committed whenever a live allocation touches it; `page_users[p]` counts the live
-//! allocations touching page `p`; `empty_pages` holds exactly the committed pages with no user; every commit or
+//! allocations touching page `p`; `empty_pages` (a bitmap) holds exactly the committed pages with no user; every commit or
 //! decommit call covers one contiguous run of pages and counts as one driver operation.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -190,6 +189,53 @@ pub struct VirtualHeapStats {
     pub allocations: u64,
 }
 
+/// A set of page indices as a bitmap, with the highest member found by scanning down from a hint: inserting
+/// and removing are O(1), which matters when a large allocation covers hundreds of pages.
+#[derive(Debug, Clone)]
+struct PageSet {
+    words: Vec<u64>,
+    /// No word above this index has a bit set.
+    top: usize,
+}
+
+impl PageSet {
+    fn new(pages: usize) -> PageSet {
+        PageSet { words: vec![0; pages.div_ceil(64)], top: 0 }
+    }
+
+    fn insert(&mut self, page: usize) {
+        self.words[page / 64] |= 1 << (page % 64);
+        self.top = self.top.max(page / 64);
+    }
+
+    fn remove(&mut self, page: usize) {
+        self.words[page / 64] &= !(1 << (page % 64));
+    }
+
+    fn contains(&self, page: usize) -> bool {
+        (self.words[page / 64] >> (page % 64)) & 1 == 1
+    }
+
+    /// The highest page in the set.
+    fn highest(&mut self) -> Option<usize> {
+        loop {
+            let word = self.words[self.top];
+            if word != 0 {
+                return Some(self.top * 64 + 63 - word.leading_zeros() as usize);
+            }
+            if self.top == 0 {
+                return None;
+            }
+            self.top -= 1;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+        self.top = 0;
+    }
+}
+
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
 pub(crate) struct VirtualHeap<V: VirtualMemory> {
     reservation: Option<V::Reservation>,
@@ -197,7 +243,7 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     page_shift: u32,
     page_users: Vec<u32>,
     committed: Vec<bool>,
-    empty_pages: BTreeSet<u32>,
+    empty_pages: PageSet,
     release: Arc<dyn ReleasePolicy>,
     stats: VirtualHeapStats,
     /// Page events since the last `take_events`, when recording is on.
@@ -248,7 +294,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             page_shift: page_size.trailing_zeros(),
             page_users: vec![0; pages],
             committed: vec![false; pages],
-            empty_pages: BTreeSet::new(),
+            empty_pages: PageSet::new(pages),
             release: Arc::clone(&config.release),
             stats: VirtualHeapStats::default(),
             events: None,
@@ -347,7 +393,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
         for page in first..=last {
             if self.page_users[page] == 0 {
-                self.empty_pages.remove(&(page as u32));
+                self.empty_pages.remove(page);
                 self.stats.empty_bytes -= self.page_size();
             }
             self.page_users[page] += 1;
@@ -404,7 +450,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             unsafe { vm.commit(reservation, offset, size)? };
             for p in run_start..page {
                 self.committed[p] = true;
-                self.empty_pages.insert(p as u32);
+                self.empty_pages.insert(p);
             }
             self.stats.commits += 1;
             self.stats.committed_bytes += size;
@@ -423,7 +469,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         for page in first..=last {
             self.page_users[page] -= 1;
             if self.page_users[page] == 0 {
-                self.empty_pages.insert(page as u32);
+                self.empty_pages.insert(page);
                 self.stats.empty_bytes += self.page_size();
             }
         }
@@ -437,14 +483,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     fn release(&mut self, vm: &V) {
         let keep = self.release.retained_bytes(&self.state());
         while self.stats.empty_bytes > keep {
-            let Some(&last) = self.empty_pages.iter().next_back() else { break };
+            let Some(last) = self.empty_pages.highest() else { break };
             // Extend the run downwards while the pages below are empty too, but no further than needed.
-            let excess_pages = ((self.stats.empty_bytes - keep).div_ceil(self.page_size())) as u32;
+            let excess_pages = ((self.stats.empty_bytes - keep).div_ceil(self.page_size())) as usize;
             let mut first = last;
-            while last - first + 1 < excess_pages && first > 0 && self.empty_pages.contains(&(first - 1)) {
+            while last - first + 1 < excess_pages && first > 0 && self.empty_pages.contains(first - 1) {
                 first -= 1;
             }
-            self.decommit_run(vm, first as usize, last as usize);
+            self.decommit_run(vm, first, last);
         }
     }
 
@@ -467,7 +513,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
         for page in first..=last {
             self.committed[page] = false;
-            self.empty_pages.remove(&(page as u32));
+            self.empty_pages.remove(page);
         }
         self.stats.decommits += 1;
         self.stats.committed_bytes -= size;
@@ -478,12 +524,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Decommits every empty page; returns the bytes given back.
     pub fn trim(&mut self, vm: &V) -> u64 {
         let before = self.stats.committed_bytes;
-        while let Some(&last) = self.empty_pages.iter().next_back() {
+        while let Some(last) = self.empty_pages.highest() {
             let mut first = last;
-            while first > 0 && self.empty_pages.contains(&(first - 1)) {
+            while first > 0 && self.empty_pages.contains(first - 1) {
                 first -= 1;
             }
-            self.decommit_run(vm, first as usize, last as usize);
+            self.decommit_run(vm, first, last);
         }
         before - self.stats.committed_bytes
     }
@@ -549,7 +595,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 return fail("page with users is not committed", (page as u64) << self.page_shift);
             }
             let is_empty = committed && count == 0;
-            if is_empty != self.empty_pages.contains(&(page as u32)) {
+            if is_empty != self.empty_pages.contains(page) {
                 return fail("empty page set disagrees with the pages", (page as u64) << self.page_shift);
             }
             empty += u64::from(is_empty) << self.page_shift;
