@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""Records PyTorch caching-allocator snapshots of model runs on the device machine, for memcarve's replay.
+
+Each workload runs in a fresh Python process (an empty caching allocator, nothing reserved before the recording)
+with random weights built from configs (nothing is downloaded). The recording starts before the model is moved to
+the GPU and stops after everything is freed, without `empty_cache`, like the shipped traces (traces/README.md).
+Stack frames are not recorded (`context=None`) and any `frames` key is stripped anyway; the snapshot is pickled with
+builtin types only (what `memcarve_trace::torch` reads) and gzipped.
+
+    python3 scripts/record_snapshots.py OUTDIR [WORKLOAD ...]      # all workloads when none is named
+
+Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode (see WORKLOADS). Prints one line per snapshot
+with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json.
+"""
+
+import gc
+import gzip
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+MAX_ENTRIES = 2_000_000  # far above any workload here: the ring buffer never drops an entry
+MAX_GZ_BYTES = 1 << 20
+MIB = float(1 << 20)
+
+
+# ---------------------------------------------------------------- workloads (run in the child process)
+
+
+def bert_infer(torch):
+    """BERT-base (12 layers, 768 wide) inference, fp16, at several batch sizes and sequence lengths."""
+    from transformers import BertConfig, BertModel
+
+    model = BertModel(BertConfig()).eval()
+    shapes = [(1, 32), (1, 128), (8, 128), (32, 128), (8, 512), (64, 256), (128, 64), (16, 384), (4, 512),
+              (256, 128), (2, 64), (48, 512)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    with torch.inference_mode():
+        for batch, seq in shapes:
+            for _ in range(2):
+                ids = torch.randint(0, 30522, (batch, seq), device="cuda", generator=gen)
+                lengths = torch.randint(seq // 2, seq + 1, (batch, 1), device="cuda", generator=gen)
+                mask = (torch.arange(seq, device="cuda")[None, :] < lengths).long()
+                out = model(input_ids=ids, attention_mask=mask)
+                pooled = out.pooler_output.float().sum().item()
+                del ids, lengths, mask, out
+    del model
+    return {"last_pooled_sum": pooled, "shapes": shapes, "repeats": 2}
+
+
+def vit_train_amp(torch):
+    """torchvision ViT-B/16 training, AdamW, fp16 autocast with GradScaler, 5 steps with growing batch."""
+    import torchvision
+
+    model = torchvision.models.vit_b_16(num_classes=1000)
+    batches = [16, 32, 64, 96, 128]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        x = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
+        y = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del x, y, loss
+    del model, opt, scaler
+    return {"losses": losses, "batches": batches}
+
+
+def two_stream_train(torch):
+    """A 6-layer transformer encoder (768 wide) trained with bf16 autocast and AdamW on three streams: batches are
+    copied to the GPU and normalised on a copy stream one step ahead (freed through `record_stream`), and every
+    third step an evaluation forward runs on an eval stream."""
+    nn = torch.nn
+    d_in, d_model, classes = 256, 768, 1000
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(d_in, d_model)
+            layer = nn.TransformerEncoderLayer(d_model, 12, 4 * d_model, dropout=0.1, batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+            self.head = nn.Linear(d_model, classes)
+
+        def forward(self, x):
+            return self.head(self.encoder(self.proj(x)))
+
+    torch.manual_seed(0)
+    model = Net()
+    shapes = [(32, 128), (32, 256), (16, 512), (64, 128), (32, 384), (8, 1024), (32, 256), (48, 320), (24, 448)]
+    host = [(torch.randn(b, t, d_in).pin_memory(), torch.randint(0, classes, (b, t)).pin_memory()) for b, t in shapes]
+    start_recording(torch)
+    model = model.cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    main = torch.cuda.current_stream()
+    copy_stream = torch.cuda.Stream()
+    eval_stream = torch.cuda.Stream()
+
+    def load(i):
+        copy_stream.wait_stream(main)
+        with torch.cuda.stream(copy_stream):
+            feats, labels = host[i]
+            x = feats.to("cuda", non_blocking=True)
+            y = labels.to("cuda", non_blocking=True)
+            x = (x - x.mean(dim=-1, keepdim=True)) / (x.std(dim=-1, keepdim=True) + 1e-5)
+        return x, y, copy_stream.record_event()
+
+    losses, evals = [], []
+    pending = load(0)
+    for step in range(len(shapes)):
+        x, y, ready = pending
+        main.wait_event(ready)
+        x.record_stream(main)
+        y.record_stream(main)
+        if step + 1 < len(shapes):
+            pending = load(step + 1)  # the next batch's copy overlaps this step
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, classes), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        if step % 3 == 2:
+            eval_stream.wait_stream(main)
+            with torch.cuda.stream(eval_stream), torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                model.eval()
+                accuracy = (model(x).argmax(-1) == y).float().mean()
+                model.train()
+            x.record_stream(eval_stream)
+            y.record_stream(eval_stream)
+            evals.append(accuracy.item())
+            del accuracy
+        del x, y, logits, loss, ready
+    torch.cuda.synchronize()
+    del model, opt, pending
+    return {"losses": losses, "evals": evals, "shapes": shapes,
+            "streams": {"copy": copy_stream.cuda_stream, "eval": eval_stream.cuda_stream}}
+
+
+def llama_decode(torch):
+    """A Llama-style decoder (4 layers, 1024 wide, grouped-query attention with 2 KV heads of 128, 32k vocabulary),
+    bf16, greedy decoding with a growing KV cache (the transformers dynamic cache), 5 rounds of different batch,
+    prompt and generation lengths."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
+                         num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=4096)
+    model = LlamaForCausalLM(config).eval()
+    rounds = [(1, 512, 64), (8, 128, 64), (32, 32, 48), (4, 1024, 40), (16, 256, 40)]  # batch, prompt, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    tokens = 0
+    with torch.inference_mode():
+        for batch, prompt, new in rounds:
+            ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+            out = model(input_ids=ids, use_cache=True)
+            past = out.past_key_values
+            next_ids = out.logits[:, -1:].argmax(-1)
+            del out, ids
+            for _ in range(new - 1):
+                out = model(input_ids=next_ids, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                next_ids = out.logits[:, -1:].argmax(-1)
+                del out
+            tokens += int(next_ids.sum().item())
+            del past, next_ids
+    del model
+    return {"rounds": rounds, "last_token_sum": tokens}
+
+
+WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode)}
+
+
+# ---------------------------------------------------------------- recording
+
+
+def start_recording(torch):
+    torch.cuda.init()
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES)
+    torch.cuda.reset_peak_memory_stats()
+
+
+def builtin_only(value):
+    """The snapshot with every `frames` key removed and anything not a builtin type written as its string, so the
+    pickle needs no globals to load."""
+    if isinstance(value, dict):
+        return {builtin_only(k): builtin_only(v) for k, v in value.items() if k != "frames"}
+    if isinstance(value, list):
+        return [builtin_only(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(builtin_only(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    return str(value)
+
+
+class NoGlobals(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"global {module}.{name} in the snapshot")
+
+
+def figures(snapshot):
+    """allocs, peak live, PyTorch peak reserved and segment ops as traces/README.md defines them."""
+    result = {"allocs": 0, "frees": 0, "dropped_frees": 0, "live_at_end": 0, "peak_live": 0, "peak_reserved": 0,
+              "segment_ops": 0, "ooms": 0, "entries": 0, "streams": {}, "actions": {}}
+    for device, trace in enumerate(snapshot["device_traces"]):
+        open_allocs, live, reserved = {}, 0, 0
+        result["entries"] += len(trace)
+        for e in trace:
+            action = e["action"]
+            result["actions"][action] = result["actions"].get(action, 0) + 1
+            if action == "alloc":
+                open_allocs[e["addr"]] = e["size"]
+                live += e["size"]
+                result["allocs"] += 1
+                stream = str(e["stream"])
+                result["streams"][stream] = result["streams"].get(stream, 0) + 1
+                result["peak_live"] = max(result["peak_live"], live)
+            elif action == "free_completed":
+                size = open_allocs.pop(e["addr"], None)
+                if size is None:
+                    result["dropped_frees"] += 1
+                else:
+                    live -= size
+                    result["frees"] += 1
+            elif action in ("segment_alloc", "segment_map"):
+                reserved += e["size"]
+                result["segment_ops"] += 1
+                result["peak_reserved"] = max(result["peak_reserved"], reserved)
+            elif action in ("segment_free", "segment_unmap"):
+                reserved -= e["size"]
+                result["segment_ops"] += 1
+            elif action == "oom":
+                result["ooms"] += 1
+        result["live_at_end"] += len(open_allocs)
+    result["overhead"] = result["peak_reserved"] / result["peak_live"] if result["peak_live"] else None
+    return result
+
+
+def record_one(name, outdir):
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    started = time.time()
+    details = WORKLOADS[name](torch)
+    gc.collect()
+    torch.cuda.synchronize()
+    snapshot = builtin_only(torch.cuda.memory._snapshot())
+    torch.cuda.memory._record_memory_history(enabled=None)
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=9, mtime=0) as gz:
+        pickle.dump(snapshot, gz, protocol=4)
+    data = buffer.getvalue()
+    NoGlobals(io.BytesIO(gzip.decompress(data))).load()
+    path = os.path.join(outdir, f"{name}.pickle.gz")
+    with open(path, "wb") as f:
+        f.write(data)
+    result = figures(snapshot)
+    result.update({
+        "workload": name, "file": os.path.basename(path), "gz_bytes": len(data), "seconds": time.time() - started,
+        "torch_max_allocated": torch.cuda.max_memory_allocated(), "torch_max_reserved": torch.cuda.max_memory_reserved(),
+        "details": details, "doc": " ".join(WORKLOADS[name].__doc__.split()),
+    })
+    if result["entries"] >= MAX_ENTRIES:
+        result["warning"] = "ring buffer full: entries were dropped"
+    if len(data) > MAX_GZ_BYTES:
+        result["warning"] = f"{len(data)} bytes gzipped, over {MAX_GZ_BYTES}"
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+# ---------------------------------------------------------------- driver
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "--one":
+        record_one(argv[1], argv[2])
+        return 0
+    if not argv or argv[0].startswith("-"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    outdir, names = argv[0], argv[1:] or list(WORKLOADS)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        print(f"unknown workloads {unknown}; known: {list(WORKLOADS)}", file=sys.stderr)
+        return 2
+    os.makedirs(outdir, exist_ok=True)
+    results, failed = [], []
+    for name in names:
+        try:
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, outdir],
+                                  capture_output=True, text=True, timeout=110)
+        except subprocess.TimeoutExpired:
+            print(f"{name}: timed out", flush=True)
+            failed.append(name)
+            continue
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+        if proc.returncode != 0 or not lines:
+            print(f"{name}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}", flush=True)
+            failed.append(name)
+            continue
+        r = json.loads(lines[-1][len("RESULT "):])
+        results.append(r)
+        print(f"{r['file']}: {r['allocs']} allocs, {r['frees']} frees, live at end {r['live_at_end']}, "
+              f"dropped frees {r['dropped_frees']}, peak live {r['peak_live'] / MIB:.1f} MiB, "
+              f"peak reserved {r['peak_reserved'] / MIB:.1f} MiB, overhead {r['overhead']:.3f}, "
+              f"segment ops {r['segment_ops']}, streams {r['streams']}, {r['gz_bytes']} B gz, "
+              f"{r['seconds']:.1f} s, torch max allocated {r['torch_max_allocated'] / MIB:.1f} MiB, "
+              f"max reserved {r['torch_max_reserved'] / MIB:.1f} MiB {r.get('warning', '')}", flush=True)
+    with open(os.path.join(outdir, "summary.json"), "w") as f:
+        json.dump({"results": results, "failed": failed}, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
