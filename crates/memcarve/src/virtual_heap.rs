@@ -53,10 +53,18 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
 /// peak live (plus fragmentation). Online: it uses only what has happened so far.
 #[derive(Debug, Clone, Copy)]
 pub struct PeakSlack {
-    /// Allowed committed bytes above the peak live bytes so far, as a fraction (0.03 = 3 %).
+    /// Allowed committed bytes above the peak live bytes so far, as a fraction (0.04 = 4 %).
     pub slack: f64,
     /// Largest commit-ahead, as a fraction of the committed bytes.
     pub max_ahead_fraction: f64,
+}
+
+impl Default for PeakSlack {
+    /// 4 % slack and commits running ahead by up to a quarter of the committed bytes: on the seven traces in
+    /// `traces/` it commits at most 1.04 × the peak live bytes (docs/BENCHMARKS.md).
+    fn default() -> PeakSlack {
+        PeakSlack { slack: 0.04, max_ahead_fraction: 0.25 }
+    }
 }
 
 impl PeakSlack {
@@ -115,15 +123,12 @@ pub struct VirtualHeapConfig {
 }
 
 impl Default for VirtualHeapConfig {
-    /// The heap size reserved, 512-byte granularity (as PyTorch rounds), and [`PeakSlack`] with 3 % slack and
-    /// commits running ahead by up to a quarter of the committed bytes: on the shipped traces it commits at
-    /// most 1.03 × the peak live bytes with fewer driver calls than PyTorch's caching allocator
-    /// (docs/BENCHMARKS.md).
+    /// The heap size reserved, 512-byte granularity (as PyTorch rounds), and the default [`PeakSlack`].
     fn default() -> VirtualHeapConfig {
         VirtualHeapConfig {
             reserve_size: None,
             min_granularity: 512,
-            release: Arc::new(PeakSlack { slack: 0.03, max_ahead_fraction: 0.25 }),
+            release: Arc::new(PeakSlack::default()),
         }
     }
 }
@@ -384,6 +389,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             return Ok(None);
         }
         let commit_last = self.extend_commit(first, last, size);
+        if self.committed[first..=commit_last].contains(&false) {
+            self.release_before_commit(vm, first, last, commit_last, size);
+        }
         if let Err(error) = self.commit_missing(vm, first, commit_last) {
             // Nothing is lost: the range goes back, and pages committed on the way stay as empty pages for the
             // release policy.
@@ -461,6 +469,45 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         Ok(())
     }
 
+    /// Before pages `[first, commit_last]` are committed for a request of `size` at `[first, last]`, decommits the
+    /// empty pages the release policy would not keep once the request is placed. Releasing only on the next free
+    /// would let committed memory hold the old spare pages and the new ones at once, which sets the peak when a
+    /// large request does not fit in the spare pages (they are not contiguous).
+    fn release_before_commit(&mut self, vm: &V, first: usize, last: usize, commit_last: usize, size: u64) {
+        // Hide the empty pages the request will take, so the release pass cannot pick them.
+        let mut taken = 0u64;
+        for page in first..=last {
+            if self.empty_pages.contains(page) {
+                self.empty_pages.remove(page);
+                taken += 1;
+            }
+        }
+        let taken_bytes = taken << self.page_shift;
+        self.stats.empty_bytes -= taken_bytes;
+        let uncommitted = |from: usize, to: usize| {
+            (self.committed[from..=to].iter().filter(|&&c| !c).count() as u64) << self.page_shift
+        };
+        let missing = uncommitted(first, commit_last);
+        let ahead = if commit_last > last { uncommitted(last + 1, commit_last) } else { 0 };
+        // The heap as it will be once the request is placed: the commit-ahead pages are empty pages then.
+        let mut state = self.state();
+        state.live_bytes += size;
+        state.peak_live_bytes = state.peak_live_bytes.max(state.live_bytes);
+        state.committed_bytes += missing;
+        state.empty_bytes += ahead;
+        // Release only what would raise the peak committed bytes, and never below what the policy keeps: the
+        // spare pages are likely reused soon, and each decommit now may cost a commit later.
+        let over_peak = state.committed_bytes.saturating_sub(self.stats.peak_committed_bytes);
+        let keep = self.release.retained_bytes(&state).max(state.empty_bytes.saturating_sub(over_peak));
+        self.release_down_to(vm, keep.saturating_sub(ahead));
+        for page in first..=last {
+            if self.committed[page] && self.page_users[page] == 0 {
+                self.empty_pages.insert(page);
+            }
+        }
+        self.stats.empty_bytes += taken_bytes;
+    }
+
     /// Frees an allocation; pages it leaves empty are given to the release policy.
     pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
         let offset = self.ranges.get(&handle)?.offset;
@@ -482,6 +529,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Decommits empty pages beyond what the release policy keeps, highest addresses first, in contiguous runs.
     fn release(&mut self, vm: &V) {
         let keep = self.release.retained_bytes(&self.state());
+        self.release_down_to(vm, keep);
+    }
+
+    /// Decommits empty pages, highest addresses first, until at most `keep` bytes of them are left.
+    fn release_down_to(&mut self, vm: &V, keep: u64) {
         while self.stats.empty_bytes > keep {
             let Some(last) = self.empty_pages.highest() else { break };
             // Extend the run downwards while the pages below are empty too, but no further than needed.

@@ -111,10 +111,13 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
                 bytes: heap.retain_bytes.unwrap_or(64 << 20),
                 live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
             })),
-            Some("peak-slack") => Some(Arc::new(PeakSlack {
-                slack: heap.slack.unwrap_or(0.03),
-                max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(0.25),
-            })),
+            Some("peak-slack") => {
+                let defaults = PeakSlack::default();
+                Some(Arc::new(PeakSlack {
+                    slack: heap.slack.unwrap_or(defaults.slack),
+                    max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
+                }))
+            }
             Some(other) => {
                 bail!(
                     "{}: unknown release policy {other:?} (immediate, retain or peak-slack)",

@@ -171,6 +171,45 @@ fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
 }
 
 #[test]
+fn a_request_that_needs_new_pages_first_gives_back_spare_pages_beyond_the_budget() {
+    let config = VirtualHeapConfig::default()
+        .with_release(Arc::new(memcarve::virtual_heap::PeakSlack { slack: 0.03, max_ahead_fraction: 0.0 }));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
+    // 400 MiB live in 4 MiB tensors, then every other one freed: 200 MiB of spare pages in 4 MiB holes, all
+    // within the budget of 1.03 × 400 MiB, so they stay committed.
+    let mut live: Vec<_> = (0..100).map(|_| allocator.allocate(&desc(4 * MIB)).unwrap()).collect();
+    let mut kept = Vec::new();
+    for (i, a) in live.drain(..).enumerate() {
+        if i % 2 == 0 {
+            allocator.free(a).unwrap();
+        } else {
+            kept.push(a);
+        }
+    }
+    let before = allocator.virtual_heap_stats(1).unwrap();
+    assert_eq!(before.empty_bytes, 200 * MIB, "the holes stay committed");
+    assert_eq!(device.counters().decommits, 0);
+    // A 200 MiB request fits in no hole: it needs 200 MiB of new pages. Committing them on top of the spare
+    // pages would hold 600 MiB for 400 MiB live; the spare pages beyond the budget go first.
+    let big = allocator.allocate(&desc(200 * MIB)).unwrap();
+    let stats = allocator.virtual_heap_stats(1).unwrap();
+    assert_eq!(stats.live_bytes, 400 * MIB);
+    assert!(device.counters().decommits > 0, "spare pages were given back");
+    assert!(
+        stats.peak_committed_bytes as f64 <= 1.03 * (400 * MIB) as f64 + (2 * MIB) as f64,
+        "peak committed {} MiB for 400 MiB live",
+        stats.peak_committed_bytes / MIB
+    );
+    allocator.check().unwrap();
+    allocator.free(big).unwrap();
+    for a in kept {
+        allocator.free(a).unwrap();
+    }
+    allocator.check().unwrap();
+}
+
+#[test]
 fn require_within_budget_refuses_commits_on_a_full_heap() {
     use memcarve::{AllocationOptions, BudgetPolicy, Usage};
     let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::lavapipe(), HostMode::Simulated)));
