@@ -133,6 +133,19 @@ fn check_published(
     assert!((summary.pytorch_overhead().unwrap() - overhead).abs() <= 0.0005, "{summary:?}");
 }
 
+/// The stream of every allocation of a shipped trace, in trace order.
+fn alloc_streams(name: &str) -> Vec<u64> {
+    let imported = torch::import(shipped(name)).unwrap();
+    imported
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Alloc(alloc) => Some(alloc.stream),
+            Event::Free(_) => None,
+        })
+        .collect()
+}
+
 #[test]
 fn resnet50_train_matches_an_independent_walk_and_the_published_figures() {
     let summary = import_and_compare("resnet50_train.pickle.gz");
@@ -152,15 +165,7 @@ fn tiny_expandable_segments_matches_an_independent_walk_and_the_published_figure
     // segment_map and segment_unmap are PyTorch's segment operations with expandable segments.
     assert_eq!(summary.pytorch.unwrap().segment_ops, 7);
     // One allocation is on a second stream.
-    let imported = torch::import(shipped("tiny_expandable_segments.pickle")).unwrap();
-    let streams: Vec<u64> = imported
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Alloc(alloc) => Some(alloc.stream),
-            Event::Free(_) => None,
-        })
-        .collect();
+    let streams = alloc_streams("tiny_expandable_segments.pickle");
     assert_eq!(streams.iter().filter(|&&stream| stream != 0).count(), 1);
 }
 
@@ -258,15 +263,7 @@ fn recorded_snapshots_match_an_independent_walk_and_the_recording_script() {
         check_published(&summary, allocations, peak_live_mib, reserved_mib, overhead);
     }
     // two_stream_train allocates on three streams: main, copy and eval.
-    let imported = torch::import(shipped("two_stream_train.pickle.gz")).unwrap();
-    let mut streams: Vec<u64> = imported
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Alloc(alloc) => Some(alloc.stream),
-            Event::Free(_) => None,
-        })
-        .collect();
+    let mut streams = alloc_streams("two_stream_train.pickle.gz");
     streams.sort_unstable();
     streams.dedup();
     assert_eq!(streams.len(), 3, "{streams:?}");
