@@ -36,7 +36,7 @@ pub fn policies() -> Vec<Policy> {
         Policy {
             name: "vmm",
             description: "virtual heap (as the CUDA backend uses it), 2 MiB pages: committed memory kept within \
-                          4 % of the peak live bytes so far, commits running ahead within that budget",
+                          4 % (at least 16 MiB) of the peak live bytes so far, commits running ahead within that budget",
             config: AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()),
         },
         Policy {

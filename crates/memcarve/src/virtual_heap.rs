@@ -47,7 +47,7 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
 }
 
 /// Keeps committed memory within a slack of the highest live bytes seen so far: empty pages stay committed as
-/// long as `committed <= (1 + slack) × peak live so far`, and commits run ahead by what that budget allows (up
+/// long as `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes)`, and commits run ahead by what that budget allows (up
 /// to `max_ahead_fraction` of the committed bytes). A workload that returns to earlier peaks (training steps,
 /// generation rounds) then reuses its pages without driver calls, and peak committed stays within the slack of
 /// peak live (plus fragmentation). Online: it uses only what has happened so far.
@@ -57,19 +57,25 @@ pub struct PeakSlack {
     pub slack: f64,
     /// Largest commit-ahead, as a fraction of the committed bytes.
     pub max_ahead_fraction: f64,
+    /// Allowed committed bytes above the peak live bytes so far, at least: pages are partly used at the edges of
+    /// allocations, so a small heap needs a few spare pages whatever its size, or it maps and unmaps at the
+    /// budget's edge on every batch.
+    pub min_spare_bytes: u64,
 }
 
 impl Default for PeakSlack {
-    /// 4 % slack and commits running ahead by up to a quarter of the committed bytes: on the seven traces in
-    /// `traces/` it commits at most 1.04 × the peak live bytes (docs/BENCHMARKS.md).
+    /// 4 % slack, at least 16 MiB (8 pages of 2 MiB), and commits running ahead by up to a quarter of the
+    /// committed bytes: on the eight recorded traces it commits at most 1.04 × the peak live bytes
+    /// (docs/BENCHMARKS.md).
     fn default() -> PeakSlack {
-        PeakSlack { slack: 0.04, max_ahead_fraction: 0.25 }
+        PeakSlack { slack: 0.04, max_ahead_fraction: 0.25, min_spare_bytes: 16 << 20 }
     }
 }
 
 impl PeakSlack {
     fn budget(&self, state: &HeapState) -> u64 {
-        (state.peak_live_bytes as f64 * (1.0 + self.slack)) as u64
+        let proportional = (state.peak_live_bytes as f64 * (1.0 + self.slack)) as u64;
+        proportional.max(state.peak_live_bytes.saturating_add(self.min_spare_bytes))
     }
 }
 

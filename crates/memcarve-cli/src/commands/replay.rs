@@ -75,6 +75,8 @@ struct VirtualHeapFile {
     slack: Option<f64>,
     /// For `peak-slack`: largest commit-ahead as a fraction of the committed bytes.
     max_ahead_fraction: Option<f64>,
+    /// For `peak-slack`: allowed committed bytes above the peak live bytes, at least.
+    min_spare_bytes: Option<u64>,
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -116,6 +118,7 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
                 Some(Arc::new(PeakSlack {
                     slack: heap.slack.unwrap_or(defaults.slack),
                     max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
+                    min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
                 }))
             }
             Some(other) => {

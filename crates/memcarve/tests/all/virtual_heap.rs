@@ -136,8 +136,11 @@ fn commit_failures_are_clean_and_lose_nothing() {
 
 #[test]
 fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
-    let config = VirtualHeapConfig::default()
-        .with_release(Arc::new(memcarve::virtual_heap::PeakSlack { slack: 0.03, max_ahead_fraction: 0.25 }));
+    let config = VirtualHeapConfig::default().with_release(Arc::new(memcarve::virtual_heap::PeakSlack {
+        slack: 0.03,
+        max_ahead_fraction: 0.25,
+        min_spare_bytes: 0,
+    }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let mut peak_live = 0u64;
     let mut commits_after_first_round = 0;
@@ -172,8 +175,11 @@ fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
 
 #[test]
 fn a_request_that_needs_new_pages_first_gives_back_spare_pages_beyond_the_budget() {
-    let config = VirtualHeapConfig::default()
-        .with_release(Arc::new(memcarve::virtual_heap::PeakSlack { slack: 0.03, max_ahead_fraction: 0.0 }));
+    let config = VirtualHeapConfig::default().with_release(Arc::new(memcarve::virtual_heap::PeakSlack {
+        slack: 0.03,
+        max_ahead_fraction: 0.0,
+        min_spare_bytes: 0,
+    }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
     // 400 MiB live in 4 MiB tensors, then every other one freed: 200 MiB of spare pages in 4 MiB holes, all
