@@ -1,5 +1,6 @@
 //! Shared helpers for memcarve's peer-comparison binaries: a small seeded random number generator, log-uniform
-//! size sampling, a shuffle, a median, and a heap-in-use reading for metadata measurements.
+//! size sampling, a shuffle, a median, a heap-in-use reading for metadata measurements, and
+//! numbers with thousands separators.
 //!
 //! Everything random here is deterministic for a given seed, so every allocator in a comparison can be run on
 //! exactly the same pre-generated operation sequence.
@@ -147,6 +148,14 @@ mod tests {
     }
 
     #[test]
+    fn thousands_groups_digits_by_three() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
     fn heap_in_use_sees_a_large_allocation() {
         if let Some(before) = heap_in_use() {
             let v: Vec<u8> = Vec::with_capacity(1 << 20);
@@ -180,4 +189,17 @@ impl Summary {
     pub fn cell(&self) -> String {
         format!("{:.1} [{:.1}-{:.1}]", self.median, self.min, self.max)
     }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

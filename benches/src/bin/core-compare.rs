@@ -39,7 +39,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use memcarve_benches::{Rng, Summary, heap_in_use, log_uniform, shuffle};
+use memcarve_benches::{Rng, Summary, heap_in_use, log_uniform, shuffle, thousands};
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 use vk_mem::{
     VirtualAllocation, VirtualAllocationCreateFlags, VirtualAllocationCreateInfo, VirtualBlockCreateInfo,
@@ -442,21 +442,8 @@ fn run_churn(churn: &Churn, with_offset: bool, workload: &'static str, tag: &str
     }
 }
 
-/// `1234567` as `1,234,567`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn bytes(n: Option<usize>) -> String {
-    n.map_or_else(|| "n/a".to_string(), |n| format!("{} B", thousands(n)))
+    n.map_or_else(|| "n/a".to_string(), |n| format!("{} B", thousands(n as u64)))
 }
 
 fn main() {
@@ -505,7 +492,7 @@ fn main() {
     println!();
     println!(
         "metadata held after (b) setup + churn ({} live), heap in use by mallinfo2 (uordblks + hblkhd):",
-        thousands(CHURN_LIVE)
+        thousands(CHURN_LIVE as u64)
     );
     println!(
         "  {:<18}{:>14}   (block.metadata_bytes() = {})",
@@ -517,7 +504,7 @@ fn main() {
         "  {:<18}{:>14}   (node arrays preallocated for {} allocations)",
         OffsetAlloc::NAME,
         bytes(o_heap),
-        thousands(OFFSET_MAX_ALLOCS as usize)
+        thousands(u64::from(OFFSET_MAX_ALLOCS))
     );
     println!("  {:<18}{:>14}", Vma::NAME, bytes(v_heap));
     println!();

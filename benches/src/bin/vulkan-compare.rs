@@ -47,7 +47,7 @@ use ash::vk;
 use gpu_allocator::vulkan as ga;
 use memcarve::backends::vulkan::{VulkanContext, VulkanContextDesc, VulkanDevice};
 use memcarve::{Allocation, Allocator, AllocatorConfig, MemoryLocation};
-use memcarve_benches::{Rng, Summary, log_uniform, shuffle};
+use memcarve_benches::{Rng, Summary, log_uniform, shuffle, thousands};
 use vk_mem::Alloc as _;
 
 /// Smallest buffer.
@@ -548,19 +548,6 @@ fn time_once<P: Peer>(make: &impl Fn() -> P, work: &Workload, samples: &mut Samp
     samples.destroy.push(destroy);
     samples.phase1.push((create + destroy) / 2.0);
     samples.phase2.push(time_phase2(make, work, &mut live));
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn mib(bytes: u64) -> String {
