@@ -265,6 +265,29 @@ impl Replayer {
         self
     }
 
+    /// Reads `events` in batches of `batch` and replays each (reading is not timed); `progress` gets the number of
+    /// events replayed so far after each batch. Stops at the first read error.
+    pub fn replay_all<E>(
+        &mut self,
+        events: impl Iterator<Item = Result<Event, E>>,
+        batch: usize,
+        mut progress: impl FnMut(u64),
+    ) -> Result<(), E> {
+        let mut events = events.peekable();
+        let mut buffer = Vec::with_capacity(batch);
+        let mut done = 0u64;
+        while events.peek().is_some() {
+            buffer.clear();
+            for event in events.by_ref().take(batch) {
+                buffer.push(event?);
+            }
+            self.replay(&buffer);
+            done += buffer.len() as u64;
+            progress(done);
+        }
+        Ok(())
+    }
+
     /// Replays a batch of events (already read, so that reading is not timed).
     pub fn replay(&mut self, events: &[Event]) {
         let start = Instant::now();
@@ -488,6 +511,36 @@ mod tests {
         let placements = placements.borrow().clone();
         let samples = samples.borrow().clone();
         (result, placements, samples)
+    }
+
+    #[test]
+    fn replay_all_reads_in_batches_and_stops_at_the_first_read_error() {
+        let events = events();
+        let policy = &policies()[0];
+        let mut whole = Replayer::new(policy).unwrap();
+        whole.replay(&events);
+        let whole = whole.finish(None);
+        let mut batched = Replayer::new(policy).unwrap();
+        let mut seen = Vec::new();
+        batched.replay_all(events.iter().cloned().map(Ok::<_, ()>), 4, |done| seen.push(done)).unwrap();
+        let expected: Vec<u64> =
+            (1..=events.len().div_ceil(4) as u64).map(|b| (b * 4).min(events.len() as u64)).collect();
+        assert_eq!(seen, expected, "progress after every batch");
+        let batched = batched.finish(None);
+        assert_eq!(batched.peak_committed_bytes, whole.peak_committed_bytes);
+        assert_eq!(batched.driver_ops, whole.driver_ops);
+        // A read error ends the replay with that error; the batch it cut short is not replayed.
+        let mut failing = Replayer::new(policy).unwrap();
+        let faulty = events
+            .iter()
+            .cloned()
+            .map(Ok)
+            .take(6)
+            .chain([Err("bad line")])
+            .chain(events.iter().cloned().map(Ok));
+        let mut calls = Vec::new();
+        assert_eq!(failing.replay_all(faulty, 4, |done| calls.push(done)), Err("bad line"));
+        assert_eq!(calls, vec![4]);
     }
 
     #[test]

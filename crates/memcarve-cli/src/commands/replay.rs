@@ -175,7 +175,6 @@ fn chosen_policies(args: &ReplayArgs) -> Result<Vec<Policy>> {
 fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> Result<ReplayResult> {
     let mut trace = memcarve_trace::open(path)?;
     let mut replayer = Replayer::new(policy)?;
-    let mut writer_error = None;
     let log: Option<std::rc::Rc<std::cell::RefCell<BufWriter<File>>>> = match placements {
         Some(out) => {
             let file = File::create(out).with_context(|| format!("creating {}", out.display()))?;
@@ -193,18 +192,8 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
     }
     let started = Instant::now();
     let mut progress: Option<ProgressBar> = None;
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut done = 0u64;
-    loop {
-        batch.clear();
-        for event in trace.by_ref().take(BATCH) {
-            batch.push(event?);
-        }
-        if batch.is_empty() {
-            break;
-        }
-        replayer.replay(&batch);
-        done += batch.len() as u64;
+    let file = trace.file().to_string();
+    replayer.replay_all(trace.by_ref(), BATCH, |done| {
         if progress.is_none() && started.elapsed() > Duration::from_secs(1) {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
@@ -214,20 +203,15 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
             progress = Some(bar);
         }
         if let Some(bar) = &progress {
-            bar.set_message(format!("{}: {} with {}: {done} events", trace.file(), "replaying", policy.name));
+            bar.set_message(format!("{file}: replaying with {}: {done} events", policy.name));
             bar.tick();
         }
-    }
+    })?;
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    if let Some(log) = &log
-        && let Err(error) = log.borrow_mut().flush()
-    {
-        writer_error = Some(error);
-    }
-    if let Some(error) = writer_error {
-        return Err(error).context("writing the placement log");
+    if let Some(log) = &log {
+        log.borrow_mut().flush().context("writing the placement log")?;
     }
     Ok(replayer.finish(trace.summary().pytorch))
 }

@@ -14,9 +14,9 @@ use std::rc::Rc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use flate2::read::MultiGzDecoder;
+use memcarve_trace::TraceSummary;
 use memcarve_trace::replay::{Placement, Policy, ReplayResult, Replayer, Sample, policies, policy};
 use memcarve_trace::torch::ReservedStep;
-use memcarve_trace::{Event, TraceSummary};
 
 /// Events handed to the replayer at a time (read before, so that reading is not timed).
 const BATCH: usize = 1 << 16;
@@ -140,17 +140,7 @@ fn replay(path: &Path, policy: &Policy) -> Result<Replayed> {
         summary = imported.summary;
     } else {
         let mut trace = memcarve_trace::open(path)?;
-        let mut batch: Vec<Event> = Vec::with_capacity(BATCH);
-        loop {
-            batch.clear();
-            for event in trace.by_ref().take(BATCH) {
-                batch.push(event?);
-            }
-            if batch.is_empty() {
-                break;
-            }
-            replayer.replay(&batch);
-        }
+        replayer.replay_all(trace.by_ref(), BATCH, |_| {})?;
         summary = trace.summary();
         has_reserved = false;
     }
