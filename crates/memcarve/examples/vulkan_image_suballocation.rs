@@ -15,26 +15,10 @@ use memcarve::{Allocation, Allocator, AllocatorConfig, MemoryLocation};
 
 mod common;
 
+use common::image_info;
+
 fn main() -> ExitCode {
     common::run_validated("vulkan_image_suballocation", scenario)
-}
-
-fn image_info(
-    tiling: vk::ImageTiling,
-    usage: vk::ImageUsageFlags,
-    side: u32,
-) -> vk::ImageCreateInfo<'static> {
-    vk::ImageCreateInfo::default()
-        .image_type(vk::ImageType::TYPE_2D)
-        .format(vk::Format::R8G8B8A8_UNORM)
-        .extent(vk::Extent3D { width: side, height: side, depth: 1 })
-        .mip_levels(1)
-        .array_layers(1)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .tiling(tiling)
-        .usage(usage)
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
 }
 
 fn describe(

@@ -303,15 +303,7 @@ fn device_copy_sample(
     let step = (slots.len() / DEVICE_SAMPLE).max(1);
     let sample: Vec<Live> = slots.iter_mut().step_by(step).filter_map(Option::take).collect();
     let total: u64 = sample.iter().map(|live| live.size).sum();
-    let info = vk::BufferCreateInfo::default()
-        .size(total)
-        .usage(vk::BufferUsageFlags::TRANSFER_DST)
-        .sharing_mode(vk::SharingMode::EXCLUSIVE);
-    // SAFETY: the create info is valid and holds no pointers.
-    let readback = unsafe {
-        allocator
-            .create_buffer_with_options(&info, &ResourceOptions::new("readback", MemoryLocation::GpuToCpu))
-    }?;
+    let readback = common::create_readback(allocator, total)?;
     let mut regions = Vec::with_capacity(sample.len());
     let mut offset = 0;
     for live in &sample {
@@ -344,18 +336,7 @@ fn device_copy_sample(
                 &[vk::BufferCopy { src_offset: 0, dst_offset, size }],
             );
         }
-        let barrier = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ);
-        device.cmd_pipeline_barrier(
-            command_buffer,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[barrier],
-            &[],
-            &[],
-        );
+        common::transfer_writes_to_host(device, command_buffer);
         device.end_command_buffer(command_buffer)?;
         let buffers = [command_buffer];
         let submit = vk::SubmitInfo::default().command_buffers(&buffers);

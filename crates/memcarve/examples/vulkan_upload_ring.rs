@@ -393,15 +393,7 @@ fn read_back(
     stream: &[u8],
 ) -> Result<bool, Box<dyn Error>> {
     let device = context.device();
-    let info = vk::BufferCreateInfo::default()
-        .size(STREAM_SIZE)
-        .usage(vk::BufferUsageFlags::TRANSFER_DST)
-        .sharing_mode(vk::SharingMode::EXCLUSIVE);
-    // SAFETY: the create info is valid and holds no pointers.
-    let readback = unsafe {
-        allocator
-            .create_buffer_with_options(&info, &ResourceOptions::new("readback", MemoryLocation::GpuToCpu))
-    }?;
+    let readback = common::create_readback(allocator, STREAM_SIZE)?;
     // SAFETY: the frame's command buffer and fence are idle (every frame retired); the buffers are alive and
     // bound; the first barrier orders the ring copies of earlier submissions before this copy's reads, the
     // second makes this copy's writes visible to the host once the fence signalled.
@@ -427,18 +419,7 @@ fn read_back(
             readback.0,
             &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: STREAM_SIZE }],
         );
-        let after = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ);
-        device.cmd_pipeline_barrier(
-            frame.command_buffer,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[after],
-            &[],
-            &[],
-        );
+        common::transfer_writes_to_host(device, frame.command_buffer);
         device.end_command_buffer(frame.command_buffer)?;
         let buffers = [frame.command_buffer];
         let submit = vk::SubmitInfo::default().command_buffers(&buffers);

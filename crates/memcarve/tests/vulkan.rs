@@ -16,6 +16,11 @@ use memcarve::{
     Allocation, Allocator, AllocatorConfig, Dedicated, Device, Error, MemoryLocation, ResourceClass,
 };
 
+#[path = "../examples/common/mod.rs"]
+mod common;
+
+use common::image_info;
+
 /// An allocator over a fresh validated context, and the context's validation log.
 struct Harness {
     allocator: Option<Allocator<VulkanDevice>>,
@@ -84,24 +89,6 @@ impl Harness {
 
 fn buffer_info(size: u64, usage: vk::BufferUsageFlags) -> vk::BufferCreateInfo<'static> {
     vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE)
-}
-
-fn image_info(
-    tiling: vk::ImageTiling,
-    usage: vk::ImageUsageFlags,
-    side: u32,
-) -> vk::ImageCreateInfo<'static> {
-    vk::ImageCreateInfo::default()
-        .image_type(vk::ImageType::TYPE_2D)
-        .format(vk::Format::R8G8B8A8_UNORM)
-        .extent(vk::Extent3D { width: side, height: side, depth: 1 })
-        .mip_levels(1)
-        .array_layers(1)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .tiling(tiling)
-        .usage(usage)
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
 }
 
 fn create_buffer(
@@ -315,18 +302,7 @@ fn copy_buffer(
             destination,
             &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size }],
         );
-        let barrier = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ);
-        device.cmd_pipeline_barrier(
-            command_buffer,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::HOST,
-            vk::DependencyFlags::empty(),
-            &[barrier],
-            &[],
-            &[],
-        );
+        common::transfer_writes_to_host(device, command_buffer);
         device.end_command_buffer(command_buffer).unwrap();
         let buffers = [command_buffer];
         let submit = vk::SubmitInfo::default().command_buffers(&buffers);
