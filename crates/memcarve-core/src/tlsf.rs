@@ -138,6 +138,17 @@ fn align_down(value: u64, alignment: u64) -> u64 {
     value & !(alignment - 1)
 }
 
+/// The bin after `(fl, sl)` in size order, if any.
+fn bin_after(fl: usize, sl: usize) -> Option<(usize, usize)> {
+    if sl + 1 < SL_COUNT {
+        Some((fl, sl + 1))
+    } else if fl + 1 < FL_COUNT {
+        Some((fl + 1, 0))
+    } else {
+        None
+    }
+}
+
 /// The bin holding free ranges of `units` units. Below `SL_COUNT` units the bins are linear (first level 0);
 /// above, `fl` is the power of two and `sl` the next `SL_BITS` bits. Written without branches: the size class
 /// of random requests is unpredictable, and a mispredicted branch here cost more than the arithmetic.
@@ -379,6 +390,53 @@ impl Tlsf {
         (alloc_end <= end).then_some(offset)
     }
 
+    /// Whether a request of `class` may meet a live range of a conflicting class (so granularity pages matter).
+    #[inline]
+    fn classes_meet(&self, class: ResourceClass) -> bool {
+        self.class_granularity > self.min_granularity()
+            && ResourceClass::ALL
+                .iter()
+                .zip(self.live_per_class)
+                .any(|(&other, live)| live > 0 && other.conflicts_with(class))
+    }
+
+    /// Whether the request fits in free node `index` at exactly `offset`.
+    fn fit_at(
+        &self,
+        index: u32,
+        offset: u64,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        classes_meet: bool,
+    ) -> bool {
+        let node = &self.nodes[index as usize];
+        let (start, end) = (node.offset, node.offset + node.size);
+        if offset < start || !offset.is_multiple_of(alignment) {
+            return false;
+        }
+        let Some(alloc_end) = offset.checked_add(size) else { return false };
+        if alloc_end > end {
+            return false;
+        }
+        if classes_meet {
+            let page = self.class_granularity;
+            if node.prev_phys != NIL
+                && self.nodes[node.prev_phys as usize].class().conflicts_with(class)
+                && align_down(offset, page) < start
+            {
+                return false;
+            }
+            if node.next_phys != NIL
+                && self.nodes[node.next_phys as usize].class().conflicts_with(class)
+                && alloc_end > align_down(end, page)
+            {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Allocates `size` bytes at `alignment` for `class`.
     pub fn allocate(&mut self, size: u64, alignment: u64, class: ResourceClass) -> Result<UsedRange, Error> {
         self.allocate_with_scan(size, alignment, class, true)
@@ -401,11 +459,7 @@ impl Tlsf {
         let oom = Error::OutOfMemory { size, alignment };
         let asize = align_up(size, granularity).ok_or(oom)?;
         let alignment_eff = alignment.max(granularity);
-        let classes_meet = self.class_granularity > granularity
-            && ResourceClass::ALL
-                .iter()
-                .zip(self.live_per_class)
-                .any(|(&other, live)| live > 0 && other.conflicts_with(class));
+        let classes_meet = self.classes_meet(class);
 
         let units = asize >> self.granularity_shift;
         let (fl, sl) = bin_of(units);
@@ -484,15 +538,53 @@ impl Tlsf {
                 }
                 index = self.nodes[index as usize].next_free;
             }
-            next_bin = if bsl + 1 < SL_COUNT {
-                Some((bfl, bsl + 1))
-            } else if bfl + 1 < FL_COUNT {
-                Some((bfl + 1, 0))
-            } else {
-                None
-            };
+            next_bin = bin_after(bfl, bsl);
         }
         None
+    }
+
+    /// Allocates where the caller prefers: `place(offset, size)` is shown free ranges, smallest bins first (from
+    /// the request's own bin up), and answers where in the range the request should start, if anywhere; the
+    /// first answer that holds the request (alignment, bounds, classes) is taken. At most `limit` ranges are
+    /// shown: O(limit) calls. `Ok(None)` when none was taken; the caller then allocates as usual. For callers that
+    /// prefer some addresses over others (a virtual heap preferring committed pages).
+    pub fn allocate_where(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        limit: usize,
+        mut place: impl FnMut(u64, u64) -> Option<u64>,
+    ) -> Result<Option<UsedRange>, Error> {
+        validate_request(size, alignment, self.capacity)?;
+        if !self.can_take_slots(2) {
+            return Err(Error::TooManyAllocations);
+        }
+        let granularity = self.min_granularity();
+        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
+        let alignment_eff = alignment.max(granularity);
+        let classes_meet = self.classes_meet(class);
+        let (fl, sl) = bin_of(asize >> self.granularity_shift);
+        let mut left = limit;
+        let mut next_bin = Some((fl, sl));
+        while let Some((bfl, bsl)) = next_bin.and_then(|(f, s)| self.non_empty_bin_from(f, s)) {
+            let mut index = self.bins[bfl & (FL_SLOTS - 1)][bsl & (SL_COUNT - 1)];
+            while index != NIL {
+                if left == 0 {
+                    return Ok(None);
+                }
+                left -= 1;
+                let node = &self.nodes[index as usize];
+                if let Some(offset) = place(node.offset, node.size)
+                    && self.fit_at(index, offset, asize, alignment_eff, class, classes_meet)
+                {
+                    return Ok(Some(self.take(index, (bfl, bsl), offset, asize, alignment, class)));
+                }
+                index = self.nodes[index as usize].next_free;
+            }
+            next_bin = bin_after(bfl, bsl);
+        }
+        Ok(None)
     }
 
     /// Changes a free node's size, moving it between bins only when its bin changes.

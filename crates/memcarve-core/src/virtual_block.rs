@@ -142,6 +142,33 @@ impl<T> VirtualBlock<T> {
         self.allocate_inner_scan(size, alignment, class, None, false)
     }
 
+    /// Allocates where the caller prefers: `place(offset, size)` is shown up to `limit` free ranges, smallest
+    /// first, and answers where in each the request should start, if anywhere; the first answer that holds the
+    /// request is taken (O(limit)). `Ok(None)` when none was: allocate as usual then.
+    pub fn allocate_where(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        limit: usize,
+        place: impl FnMut(u64, u64) -> Option<u64>,
+    ) -> Result<Option<Allocation>, Error> {
+        let Some(range) = self.tlsf.allocate_where(size, alignment, class, limit, place)? else {
+            return Ok(None);
+        };
+        if Self::STORES_USER_DATA {
+            if self.user_data.len() < self.tlsf.slot_count() {
+                self.user_data.resize_with(self.tlsf.slot_count(), || None);
+            }
+            self.user_data[range.slot as usize] = None;
+        }
+        Ok(Some(Allocation {
+            handle: Handle::new(self.owner, range.slot, range.generation),
+            offset: range.offset,
+            size,
+        }))
+    }
+
     fn allocate_inner(
         &mut self,
         size: u64,
@@ -305,6 +332,44 @@ mod tests {
         assert_eq!(block.stats(), before);
         block.check().unwrap();
         block.free(keep).unwrap();
+    }
+
+    #[test]
+    fn allocate_where_takes_the_callers_position_or_nothing() {
+        let mut block = VirtualBlock::<()>::new(1 << 16).unwrap();
+        let low = block.allocate(1024, 1, Buffer).unwrap();
+        let fence = block.allocate(1024, 1, Buffer).unwrap();
+        block.free(low).unwrap();
+        // Free ranges now: [0, 1024) and [2048, 65536). The caller wants the second half of the first one.
+        let mut shown = Vec::new();
+        let mut want_back_half = |offset: u64, size: u64| {
+            shown.push((offset, size));
+            (size == 1024).then_some(offset + 512)
+        };
+        let placed = block.allocate_where(512, 256, Buffer, 8, &mut want_back_half).unwrap().unwrap();
+        assert_eq!(placed.offset, 512);
+        assert_eq!(shown, [(0, 1024)], "the smaller range comes first and is taken");
+        block.check().unwrap();
+        assert_eq!(
+            block.ranges().filter(|&(_, _, used)| !used).count(),
+            2,
+            "the front pad [0, 512) stays free"
+        );
+        // Positions that do not hold the request (misaligned, past the end, before the range) are not taken.
+        let before = block.stats();
+        for bad in
+            [|o: u64, _| Some(o + 1), |o: u64, s: u64| Some(o + s - 100), |o: u64, _| o.checked_sub(512)]
+        {
+            assert_eq!(block.allocate_where(256, 256, Buffer, 8, bad).unwrap(), None);
+        }
+        // Nothing is shown beyond the limit, and bad input is still a typed error.
+        assert_eq!(block.allocate_where(256, 1, Buffer, 0, |o, _| Some(o)).unwrap(), None);
+        assert_eq!(block.allocate_where(0, 1, Buffer, 8, |o, _| Some(o)), Err(Error::ZeroSize));
+        assert_eq!(block.stats(), before);
+        block.check().unwrap();
+        block.free(placed.handle).unwrap();
+        block.free(fence).unwrap();
+        assert_eq!(block.stats().largest_free_range, 1 << 16);
     }
 
     #[test]

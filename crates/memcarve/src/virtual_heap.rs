@@ -385,11 +385,23 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         alignment: u64,
         may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
-        let allocation = match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
+        let mut allocation = match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
             Ok(allocation) => allocation,
             Err(_) => return Ok(None),
         };
-        let (first, last) = self.pages(allocation.offset, self.span(size));
+        let (mut first, mut last) = self.pages(allocation.offset, self.span(size));
+        if self.committed[first..=last].contains(&false) {
+            // The good fit needs new pages; a free range on committed pages costs no driver call and no memory.
+            let _ = self.ranges.free(allocation.handle);
+            allocation = match self.place_on_committed(size, alignment) {
+                Some(allocation) => allocation,
+                None => match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
+                    Ok(allocation) => allocation,
+                    Err(_) => return Ok(None),
+                },
+            };
+            (first, last) = self.pages(allocation.offset, self.span(size));
+        }
         if !may_commit && self.committed[first..=last].contains(&false) {
             let _ = self.ranges.free(allocation.handle);
             return Ok(None);
@@ -416,6 +428,31 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
+    }
+
+    /// Places a request on committed pages only, looking at a bounded number of free ranges and, in each, at a
+    /// bounded number of positions (each jumping past the uncommitted page that ruled out the one before).
+    fn place_on_committed(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
+        const RANGES: usize = 16;
+        const POSITIONS: usize = 16;
+        let span = self.span(size);
+        let (shift, committed) = (self.page_shift, &self.committed);
+        let place = |start: u64, len: u64| {
+            let end = start + len;
+            let mut offset = start.next_multiple_of(alignment);
+            for _ in 0..POSITIONS {
+                if offset + span > end {
+                    return None;
+                }
+                let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
+                match committed[first..=last].iter().rposition(|&c| !c) {
+                    None => return Some(offset),
+                    Some(i) => offset = (((first + i + 1) as u64) << shift).next_multiple_of(alignment),
+                }
+            }
+            None
+        };
+        self.ranges.allocate_where(size, alignment, ResourceClass::Unknown, RANGES, place).ok().flatten()
     }
 
     /// Extends `[first, last]` forward over uncommitted pages by the release policy's commit-ahead, when the

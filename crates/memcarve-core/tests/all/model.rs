@@ -9,10 +9,28 @@ use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Allocate { size: u64, alignment_log2: u32, class: u8 },
-    Free { index: usize },
-    FreeAgain { index: usize },
-    Grow { extra: u64 },
+    Allocate {
+        size: u64,
+        alignment_log2: u32,
+        class: u8,
+    },
+    /// `allocate_where` answering `shift` bytes into each range shown (often a position that does not hold the
+    /// request: misaligned, or running past the range).
+    AllocateWhere {
+        size: u64,
+        alignment_log2: u32,
+        class: u8,
+        shift: u64,
+    },
+    Free {
+        index: usize,
+    },
+    FreeAgain {
+        index: usize,
+    },
+    Grow {
+        extra: u64,
+    },
     Clear,
 }
 
@@ -20,6 +38,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (1u64..5000, 0u32..10, 0u8..4)
             .prop_map(|(size, alignment_log2, class)| Op::Allocate { size, alignment_log2, class }),
+        2 => (1u64..5000, 0u32..10, 0u8..4, 0u64..3000).prop_map(|(size, alignment_log2, class, shift)| {
+            Op::AllocateWhere { size, alignment_log2, class, shift }
+        }),
         4 => any::<usize>().prop_map(|index| Op::Free { index }),
         1 => any::<usize>().prop_map(|index| Op::FreeAgain { index }),
         1 => (1u64..4096).prop_map(|extra| Op::Grow { extra }),
@@ -103,6 +124,32 @@ fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64) {
                             assert!(!fits, "refused {size} at {alignment} though a gap fits");
                         }
                     }
+                    Err(Error::SizeTooLarge { .. } | Error::AlignmentTooLarge { .. }) => {
+                        assert!(size > block.capacity() || alignment > block.capacity());
+                    }
+                    Err(other) => panic!("unexpected {other:?}"),
+                }
+            }
+            Op::AllocateWhere { size, alignment_log2, class, shift } => {
+                let class = ResourceClass::from_u8(class).unwrap();
+                let alignment = 1u64 << alignment_log2;
+                let mut shown = Vec::new();
+                let placed = block.allocate_where(size, alignment, class, 4, |offset, len| {
+                    shown.push((offset, offset + len));
+                    Some(offset + shift)
+                });
+                assert!(shown.len() <= 4);
+                let gaps = model.gaps(block.capacity());
+                assert!(shown.iter().all(|range| gaps.contains(range)), "only free ranges are shown");
+                match placed {
+                    Ok(Some(a)) => {
+                        assert_eq!(a.offset % alignment, 0);
+                        assert_eq!(a.offset, shown.last().unwrap().0 + shift, "at the answered position");
+                        let end = a.offset + size.div_ceil(min_granularity) * min_granularity;
+                        model.insert(a.offset, end, class, page);
+                        handles.push(a);
+                    }
+                    Ok(None) => {}
                     Err(Error::SizeTooLarge { .. } | Error::AlignmentTooLarge { .. }) => {
                         assert!(size > block.capacity() || alignment > block.capacity());
                     }

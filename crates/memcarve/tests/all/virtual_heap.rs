@@ -216,6 +216,39 @@ fn a_request_that_needs_new_pages_first_gives_back_spare_pages_beyond_the_budget
 }
 
 #[test]
+fn a_request_that_fits_a_hole_on_committed_pages_goes_there_rather_than_to_new_pages() {
+    use memcarve::virtual_heap::PeakSlack;
+    let config = VirtualHeapConfig::default().with_release(Arc::new(PeakSlack {
+        slack: 1.0,
+        max_ahead_fraction: 0.0,
+        min_spare_bytes: 64 * MIB,
+    }));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
+    const KIB: u64 = 1 << 10;
+    // Two holes in one TLSF bin (5 MiB to 5.125 MiB), the smaller freed last so that it heads the bin.
+    let small = allocator.allocate(&desc(5 * MIB + 16 * KIB)).unwrap();
+    let spacer_a = allocator.allocate(&desc(MIB)).unwrap();
+    let large = allocator.allocate(&desc(5 * MIB + 100 * KIB)).unwrap();
+    let spacer_b = allocator.allocate(&desc(MIB)).unwrap();
+    let large_offset = large.offset();
+    allocator.free(large).unwrap();
+    allocator.free(small).unwrap();
+    let commits = device.counters().commits;
+    assert_eq!(allocator.virtual_heap_stats(1).unwrap().decommits, 0, "the holes stay committed");
+    // The bin's head is too small, and TLSF's guaranteed fit is the uncommitted space past `spacer_b`; the
+    // larger hole, second in the bin, holds the request on committed pages.
+    let request = allocator.allocate(&desc(5 * MIB + 50 * KIB)).unwrap();
+    assert_eq!(request.offset(), large_offset);
+    assert_eq!(device.counters().commits, commits, "no new pages");
+    allocator.check().unwrap();
+    for a in [request, spacer_a, spacer_b] {
+        allocator.free(a).unwrap();
+    }
+    allocator.check().unwrap();
+}
+
+#[test]
 fn require_within_budget_refuses_commits_on_a_full_heap() {
     use memcarve::{AllocationOptions, BudgetPolicy, Usage};
     let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::lavapipe(), HostMode::Simulated)));
