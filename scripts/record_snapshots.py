@@ -9,8 +9,9 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
 
     python3 scripts/record_snapshots.py OUTDIR [WORKLOAD ...]      # all workloads when none is named
 
-Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode (see WORKLOADS). Prints one line per snapshot
-with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json.
+Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
+t5_beam_generate (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
+defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -186,7 +187,197 @@ def llama_decode(torch):
     return {"rounds": rounds, "last_token_sum": tokens}
 
 
-WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode)}
+def unet_denoise(torch):
+    """A diffusion-style UNet in plain torch (4 levels of 64/128/192/256 channels, 2 residual blocks down and 3 up
+    per level with skip connections, group norm, a self-attention block at the lowest resolution, time and class
+    embeddings), fp16 inference: a DDIM-style sampler with classifier-free guidance (conditional and unconditional
+    halves in one batch) runs 20 denoising steps per image batch on 4-channel latents of 64² × 8, 128² × 4 and
+    256² × 1, updating the latent each step."""
+    import math
+
+    nn, F = torch.nn, torch.nn.functional
+
+    def norm(channels):
+        return nn.GroupNorm(32, channels)
+
+    class ResBlock(nn.Module):
+        def __init__(self, c_in, c_out, emb):
+            super().__init__()
+            self.norm1, self.conv1 = norm(c_in), nn.Conv2d(c_in, c_out, 3, padding=1)
+            self.emb = nn.Linear(emb, c_out)
+            self.norm2, self.conv2 = norm(c_out), nn.Conv2d(c_out, c_out, 3, padding=1)
+            self.skip = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
+
+        def forward(self, x, emb):
+            h = self.conv1(F.silu(self.norm1(x)))
+            h = h + self.emb(F.silu(emb))[:, :, None, None]
+            h = self.conv2(F.silu(self.norm2(h)))
+            return self.skip(x) + h
+
+    class Attention(nn.Module):
+        def __init__(self, channels, heads):
+            super().__init__()
+            self.heads = heads
+            self.norm = norm(channels)
+            self.qkv = nn.Conv2d(channels, 3 * channels, 1)
+            self.proj = nn.Conv2d(channels, channels, 1)
+
+        def forward(self, x):
+            b, c, height, width = x.shape
+            qkv = self.qkv(self.norm(x)).reshape(b, 3, self.heads, c // self.heads, height * width)
+            q, k, v = qkv.transpose(-1, -2).unbind(1)
+            out = F.scaled_dot_product_attention(q, k, v)
+            return x + self.proj(out.transpose(-1, -2).reshape(b, c, height, width))
+
+    class Upsample(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+        def forward(self, x):
+            return self.conv(F.interpolate(x, scale_factor=2.0, mode="nearest"))
+
+    class UNet(nn.Module):
+        def __init__(self, c_in=4, base=64, mults=(1, 2, 3, 4), classes=1000):
+            super().__init__()
+            emb = 4 * base
+            self.base = base
+            self.time = nn.Sequential(nn.Linear(base, emb), nn.SiLU(), nn.Linear(emb, emb))
+            self.label = nn.Embedding(classes + 1, emb)  # the last label is the unconditional one
+            self.inp = nn.Conv2d(c_in, base, 3, padding=1)
+            self.down, skips, c = nn.ModuleList(), [base], base
+            for level, channels in enumerate(base * m for m in mults):
+                for _ in range(2):
+                    self.down.append(ResBlock(c, channels, emb))
+                    c = channels
+                    skips.append(c)
+                if level < len(mults) - 1:
+                    self.down.append(nn.Conv2d(c, c, 3, stride=2, padding=1))
+                    skips.append(c)
+            self.mid = nn.ModuleList([ResBlock(c, c, emb), Attention(c, 8), ResBlock(c, c, emb)])
+            self.up = nn.ModuleList()
+            for level in reversed(range(len(mults))):
+                for _ in range(3):
+                    self.up.append(ResBlock(c + skips.pop(), base * mults[level], emb))
+                    c = base * mults[level]
+                if level > 0:
+                    self.up.append(Upsample(c))
+            self.out = nn.Sequential(norm(c), nn.SiLU(), nn.Conv2d(c, c_in, 3, padding=1))
+
+        def forward(self, x, t, y):
+            half = self.base // 2
+            freqs = torch.exp(torch.arange(half, device=x.device, dtype=torch.float32) * (-math.log(10000.0) / half))
+            args = t[:, None].float() * freqs[None]
+            emb = self.time(torch.cat([args.cos(), args.sin()], dim=-1).to(x.dtype)) + self.label(y)
+            h = self.inp(x)
+            skips = [h]
+            for block in self.down:
+                h = block(h, emb) if isinstance(block, ResBlock) else block(h)
+                skips.append(h)
+            for block in self.mid:
+                h = block(h, emb) if isinstance(block, ResBlock) else block(h)
+            for block in self.up:
+                h = block(torch.cat([h, skips.pop()], dim=1), emb) if isinstance(block, ResBlock) else block(h)
+            return self.out(h)
+
+    torch.manual_seed(0)
+    model = UNet().eval()
+    images = [(64, 8), (128, 4), (256, 1)]  # latent side, batch
+    steps, guidance, classes = 20, 4.0, 1000
+    alphas = torch.cumprod(1.0 - torch.linspace(1e-4 ** 0.5, 0.02 ** 0.5, 1000, dtype=torch.float64) ** 2, 0).tolist()
+    timesteps = [int(t) for t in torch.linspace(999, 0, steps).round().tolist()]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    sums = []
+    with torch.inference_mode():
+        for side, batch in images:
+            x = torch.randn(batch, 4, side, side, device="cuda", dtype=torch.float16, generator=gen)
+            labels = torch.randint(0, classes, (batch,), device="cuda", generator=gen)
+            y = torch.cat([labels, torch.full_like(labels, classes)])
+            for i, t in enumerate(timesteps):
+                a, a_prev = alphas[t], (alphas[timesteps[i + 1]] if i + 1 < steps else 1.0)
+                t_in = torch.full((2 * batch,), t, device="cuda", dtype=torch.long)
+                eps_cond, eps_uncond = model(torch.cat([x, x]), t_in, y).chunk(2)
+                eps = eps_uncond + guidance * (eps_cond - eps_uncond)
+                x0 = (x - (1.0 - a) ** 0.5 * eps) / a ** 0.5
+                x = a_prev ** 0.5 * x0 + (1.0 - a_prev) ** 0.5 * eps
+                del t_in, eps_cond, eps_uncond, eps, x0
+            sums.append(x.float().clamp(-1.0, 1.0).sum().item())
+            del x, labels, y
+    del model
+    return {"images": images, "steps": steps, "guidance": guidance, "latent_sums": sums}
+
+
+def gpt2_medium_ckpt_train(torch):
+    """GPT-2 medium-sized (24 layers, 1024 wide, 16 heads, 50k vocabulary, tanh GELU) training with activation
+    checkpointing (`gradient_checkpointing_enable`) and gradient accumulation over 4 micro-batches per optimizer
+    step, bf16 autocast, gradient clipping, AdamW, 3 optimizer steps; the micro-batches have different sequence
+    lengths."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=24, n_embd=1024, n_head=16, n_positions=1024, vocab_size=50257,
+                        activation_function="gelu_pytorch_tanh", use_cache=False)
+    model = GPT2LMHeadModel(config)
+    model.gradient_checkpointing_enable()
+    steps = [[(8, 512), (8, 384), (8, 448), (8, 320)],  # (batch, sequence length) of each micro-batch
+             [(4, 1024), (4, 768), (4, 896), (4, 1024)],
+             [(16, 256), (16, 192), (16, 224), (16, 128)]]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses, norms = [], []
+    for micro_batches in steps:
+        total = 0.0
+        for batch, seq in micro_batches:
+            ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda", generator=gen)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / len(micro_batches)
+            loss.backward()
+            total += loss.item()
+            del ids, loss
+        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(total)
+    del model, opt
+    return {"steps": steps, "losses": losses, "grad_norms": norms}
+
+
+def t5_beam_generate(torch):
+    """A T5-small-sized encoder-decoder (`T5ForConditionalGeneration(T5Config(...))`: 6 + 6 layers, 512 wide,
+    32k vocabulary), bf16, beam search with 4 beams (the encoder-decoder cache reordered by beam each step) for
+    4 rounds of (batch, input length, new tokens), inputs with random padding."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
+                      num_heads=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    model = T5ForConditionalGeneration(config).eval()
+    rounds = [(1, 512, 24), (8, 128, 16), (16, 64, 12), (4, 256, 16)]  # batch, input length, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    out_lengths, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, length, new in rounds:
+            ids = torch.randint(2, config.vocab_size, (batch, length), device="cuda", generator=gen)
+            lengths = torch.randint(length // 2, length + 1, (batch, 1), device="cuda", generator=gen)
+            mask = (torch.arange(length, device="cuda")[None, :] < lengths).long()
+            ids = ids * mask  # padding is token 0
+            out = model.generate(input_ids=ids, attention_mask=mask, num_beams=4, do_sample=False,
+                                 max_new_tokens=new, min_new_tokens=new)
+            out_lengths.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, lengths, mask, out
+    del model
+    return {"rounds": rounds, "num_beams": 4, "output_shapes": out_lengths, "token_sum": token_sum}
+
+
+WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
+                                     gpt2_medium_ckpt_train, t5_beam_generate)}
 
 
 # ---------------------------------------------------------------- recording
@@ -255,6 +446,15 @@ def figures(snapshot):
     return result
 
 
+def versions(torch):
+    """torch, CUDA, library versions, the GPU and the time of the recording (UTC)."""
+    result = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(),
+              "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
+    for module in ("transformers", "torchvision"):
+        result[module] = sys.modules[module].__version__ if module in sys.modules else None
+    return result
+
+
 def record_one(name, outdir):
     import torch
 
@@ -278,7 +478,7 @@ def record_one(name, outdir):
     result.update({
         "workload": name, "file": os.path.basename(path), "gz_bytes": len(data), "seconds": time.time() - started,
         "torch_max_allocated": torch.cuda.max_memory_allocated(), "torch_max_reserved": torch.cuda.max_memory_reserved(),
-        "details": details, "doc": " ".join(WORKLOADS[name].__doc__.split()),
+        "details": details, "doc": " ".join(WORKLOADS[name].__doc__.split()), "versions": versions(torch),
     })
     if result["entries"] >= MAX_ENTRIES:
         result["warning"] = "ring buffer full: entries were dropped"

@@ -268,3 +268,35 @@ fn recorded_snapshots_match_an_independent_walk_and_the_recording_script() {
     streams.dedup();
     assert_eq!(streams.len(), 3, "{streams:?}");
 }
+
+/// Three more snapshots recorded with `scripts/record_snapshots.py`, checked like the four above, with the
+/// segment operations and live-at-end count the script printed too (traces/README.md). Each was recorded from an
+/// empty allocator, on one stream, within the GPU's memory.
+fn check_recorded(
+    name: &str,
+    (allocations, peak_live_mib, reserved_mib, overhead): (u64, f64, f64, f64),
+    segment_ops: u64,
+    live_at_end: u64,
+) {
+    let summary = import_and_compare(name);
+    check_published(&summary, allocations, peak_live_mib, reserved_mib, overhead);
+    let pytorch = summary.pytorch.unwrap();
+    assert_eq!((pytorch.segment_ops, summary.live_at_end), (segment_ops, live_at_end), "{name}");
+    assert_eq!((summary.dropped_frees, pytorch.ooms), (0, 0), "{name}");
+    assert!(alloc_streams(name).iter().all(|&stream| stream == 0), "{name}");
+}
+
+#[test]
+fn unet_denoise_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("unet_denoise.pickle.gz", (32_928, 313.4, 540.0, 1.723), 30, 2);
+}
+
+#[test]
+fn gpt2_medium_ckpt_train_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("gpt2_medium_ckpt_train.pickle.gz", (34_683, 8_546.0, 9_794.0, 1.146), 140, 4);
+}
+
+#[test]
+fn t5_beam_generate_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("t5_beam_generate.pickle.gz", (35_933, 251.9, 276.0, 1.096), 36, 1);
+}
