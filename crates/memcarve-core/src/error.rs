@@ -79,18 +79,28 @@ impl core::error::Error for Error {}
 
 /// Checks the arguments every allocator shares: a non-zero size within `capacity` and a power-of-two alignment
 /// no larger than `capacity`.
+#[inline]
 pub(crate) fn validate_request(size: u64, alignment: u64, capacity: u64) -> Result<(), Error> {
+    // Valid requests pass three comparisons (`x - 1 < capacity` is `1 <= x <= capacity`); only an invalid one
+    // is looked at again to say what is wrong with it.
+    let alignment_ok = alignment & alignment.wrapping_sub(1) == 0 && alignment.wrapping_sub(1) < capacity;
+    if size.wrapping_sub(1) < capacity && alignment_ok {
+        return Ok(());
+    }
+    Err(request_error(size, alignment, capacity))
+}
+
+/// What is wrong with a request that `validate_request` refused.
+#[cold]
+#[inline(never)]
+fn request_error(size: u64, alignment: u64, capacity: u64) -> Error {
     if size == 0 {
-        return Err(Error::ZeroSize);
+        Error::ZeroSize
+    } else if !alignment.is_power_of_two() {
+        Error::InvalidAlignment { alignment }
+    } else if size > capacity {
+        Error::SizeTooLarge { size, capacity }
+    } else {
+        Error::AlignmentTooLarge { alignment, capacity }
     }
-    if !alignment.is_power_of_two() {
-        return Err(Error::InvalidAlignment { alignment });
-    }
-    if size > capacity {
-        return Err(Error::SizeTooLarge { size, capacity });
-    }
-    if alignment > capacity {
-        return Err(Error::AlignmentTooLarge { alignment, capacity });
-    }
-    Ok(())
 }

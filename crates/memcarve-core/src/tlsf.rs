@@ -22,6 +22,8 @@ const SL_COUNT: usize = 1 << SL_BITS;
 const FL_COUNT: usize = 64 - SL_BITS as usize + 1;
 /// Bin arrays are sized to a power of two so that masked indices need no bounds checks.
 const FL_SLOTS: usize = 64;
+/// Bins by first and second level, flattened (rows past `FL_COUNT` stay empty).
+const BIN_SLOTS: usize = FL_SLOTS * SL_COUNT;
 const NIL: u32 = u32::MAX;
 /// Slots are addressed by 24 bits in handles.
 const MAX_SLOTS: usize = SLOT_MASK as usize + 1;
@@ -115,17 +117,27 @@ pub(crate) struct Tlsf {
     vacant: Vec<u32>,
     first_phys: u32,
     last_phys: u32,
-    fl_bitmap: u64,
-    sl_bitmaps: [u32; FL_SLOTS],
-    /// Heads of the free lists by first and second level (rows past `FL_COUNT` stay empty).
-    bins: [[u32; SL_COUNT]; FL_SLOTS],
+    free: FreeLists,
     /// Generation of the next used range. One counter for all slots: a stale handle is recognised unless
     /// 2^24 allocations happened since it was freed and its slot is in use again with the same value.
     next_generation: u32,
     used_bytes: u64,
     used_count: usize,
-    free_count: usize,
     live_per_class: [usize; 4],
+}
+
+/// The free lists: one doubly linked list of free nodes per bin, threaded through the nodes' `prev_free` and
+/// `next_free`, and the two bitmaps that say which lists are non-empty. Kept apart from the slab so that the
+/// hot paths can hold the slab as a plain slice next to it: its pointer and length then stay in registers
+/// instead of being reloaded after every store to a node.
+#[derive(Debug, Clone)]
+struct FreeLists {
+    fl_bitmap: u64,
+    sl_bitmaps: [u32; FL_SLOTS],
+    /// Heads by [`Bin`].
+    heads: [u32; BIN_SLOTS],
+    /// Free nodes listed.
+    count: usize,
 }
 
 #[inline]
@@ -138,39 +150,165 @@ fn align_down(value: u64, alignment: u64) -> u64 {
     value & !(alignment - 1)
 }
 
-/// The bin after `(fl, sl)` in size order, if any.
-fn bin_after(fl: usize, sl: usize) -> Option<(usize, usize)> {
-    if sl + 1 < SL_COUNT {
-        Some((fl, sl + 1))
-    } else if fl + 1 < FL_COUNT {
-        Some((fl + 1, 0))
-    } else {
-        None
-    }
+/// A bin: `fl * SL_COUNT + sl` for first level `fl` and second level `sl`. One number names both levels, and
+/// bins compare in size order.
+type Bin = usize;
+
+/// The first level of a bin, masked so that it indexes `sl_bitmaps` without a bounds check.
+#[inline]
+fn fl_of(bin: Bin) -> usize {
+    (bin >> SL_BITS) & (FL_SLOTS - 1)
 }
 
-/// The bin holding free ranges of `units` units. Below `SL_COUNT` units the bins are linear (first level 0);
-/// above, `fl` is the power of two and `sl` the next `SL_BITS` bits. Written without branches: the size class
-/// of random requests is unpredictable, and a mispredicted branch here cost more than the arithmetic.
+/// The second level of a bin.
 #[inline]
-fn bin_of(units: u64) -> (usize, usize) {
+fn sl_of(bin: Bin) -> usize {
+    bin & (SL_COUNT - 1)
+}
+
+/// The bin after `bin` in size order, if any.
+fn bin_after(bin: Bin) -> Option<Bin> {
+    (bin + 1 < FL_COUNT * SL_COUNT).then_some(bin + 1)
+}
+
+/// The bin holding free ranges of `units` units. Below `2 * SL_COUNT` units the bins are linear (one size
+/// each: first level 0 and 1); above, the first level is the power of two and the second the next `SL_BITS`
+/// bits. With `shift` the bits below those, that is `shift * SL_COUNT + (units >> shift)`. Written without
+/// branches: the size class of random requests is unpredictable, and a mispredicted branch here cost more than
+/// the arithmetic.
+#[inline]
+fn bin_of(units: u64) -> Bin {
     let msb = 63 - (units | 1).leading_zeros();
-    let top = msb.max(SL_BITS);
-    let large = u32::from(units >= SL_COUNT as u64);
-    let fl = top - SL_BITS + large;
-    let sl = (units >> (top - SL_BITS)) as usize - ((large as usize) << SL_BITS);
-    (fl as usize, sl)
+    let shift = msb.saturating_sub(SL_BITS);
+    ((shift as usize) << SL_BITS) + (units >> shift) as usize
 }
 
-/// The lowest bin all of whose ranges hold at least `units` units (None if no bin can).
+/// The lowest bin all of whose ranges hold at least `units` units (None if no bin can): `units` rounded up to
+/// the next bin boundary. Below `2 * SL_COUNT` units every bin holds one size and the rounding adds nothing;
+/// written without a branch for that case, which random small requests would mispredict half of the time.
 #[inline]
-fn bin_fitting(units: u64) -> Option<(usize, usize)> {
-    if units < SL_COUNT as u64 {
-        return Some((0, units as usize));
-    }
-    let msb = 63 - units.leading_zeros();
-    let rounded = units.checked_add((1u64 << (msb - SL_BITS)) - 1)?;
+fn bin_fitting(units: u64) -> Option<Bin> {
+    let msb = 63 - (units | 1).leading_zeros();
+    let rounded = units.checked_add((1u64 << msb.saturating_sub(SL_BITS)) - 1)?;
     Some(bin_of(rounded))
+}
+
+impl Node {
+    /// A free node not yet in any list.
+    #[inline(always)]
+    fn free(offset: u64, size: u64, prev_phys: u32, next_phys: u32) -> Node {
+        Node { offset, size, prev_phys, next_phys, prev_free: NIL, next_free: NIL }
+    }
+}
+
+impl FreeLists {
+    fn new() -> FreeLists {
+        FreeLists { fl_bitmap: 0, sl_bitmaps: [0; FL_SLOTS], heads: [NIL; BIN_SLOTS], count: 0 }
+    }
+
+    /// Whether `bin` lists any node. The bitmap (a few hot words) answers without touching the heads.
+    #[inline]
+    fn is_listed(&self, bin: Bin) -> bool {
+        (self.sl_bitmaps[fl_of(bin)] >> sl_of(bin)) & 1 == 1
+    }
+
+    /// The first node of `bin` (NIL if none).
+    #[inline]
+    fn head(&self, bin: Bin) -> u32 {
+        self.heads[bin & (BIN_SLOTS - 1)]
+    }
+
+    /// Links free node `index` at the head of `bin`, which the caller computed from its size.
+    ///
+    /// Written without a branch: whether the list is empty depends on the data, and a mispredicted branch
+    /// costs more than a store. When it is empty, the back link goes to `index` itself and is rewritten next.
+    #[inline]
+    fn insert(&mut self, nodes: &mut [Node], index: u32, bin: Bin) {
+        let head = self.heads[bin & (BIN_SLOTS - 1)];
+        let back_link = if head == NIL { index } else { head };
+        nodes[back_link as usize].prev_free = index;
+        let node = &mut nodes[index as usize];
+        node.prev_free = NIL;
+        node.next_free = head;
+        self.heads[bin & (BIN_SLOTS - 1)] = index;
+        self.sl_bitmaps[fl_of(bin)] |= 1 << sl_of(bin);
+        self.fl_bitmap |= 1 << fl_of(bin);
+        self.count += 1;
+    }
+
+    /// Unlinks free node `index` from its `bin`, which the caller already knows.
+    #[inline]
+    fn remove(&mut self, nodes: &mut [Node], index: u32, bin: Bin) {
+        let (prev, next) = {
+            let node = &nodes[index as usize];
+            (node.prev_free, node.next_free)
+        };
+        if prev != NIL {
+            nodes[prev as usize].next_free = next;
+        } else {
+            self.heads[bin & (BIN_SLOTS - 1)] = next;
+            if next == NIL {
+                let fl = fl_of(bin);
+                self.sl_bitmaps[fl] &= !(1 << sl_of(bin));
+                if self.sl_bitmaps[fl] == 0 {
+                    self.fl_bitmap &= !(1 << fl);
+                }
+            }
+        }
+        if next != NIL {
+            nodes[next as usize].prev_free = prev;
+        }
+        self.count -= 1;
+    }
+
+    /// Changes free node `index`'s size (it is in `bin`) to `new_size`, in units of `1 << shift`, moving it
+    /// to another list only when its bin changes.
+    #[inline(always)]
+    fn resize(&mut self, nodes: &mut [Node], index: u32, bin: Bin, new_size: u64, shift: u32) {
+        let new_bin = bin_of(new_size >> shift);
+        nodes[index as usize].size = new_size;
+        if bin != new_bin {
+            self.remove(nodes, index, bin);
+            self.insert(nodes, index, new_bin);
+        }
+    }
+
+    /// The first non-empty bin at or above `bin`.
+    #[inline]
+    fn non_empty_from(&self, bin: Bin) -> Option<Bin> {
+        let fl = fl_of(bin);
+        let sl_map = self.sl_bitmaps[fl] & (u32::MAX << sl_of(bin));
+        if sl_map != 0 {
+            return Some(fl << SL_BITS | sl_map.trailing_zeros() as usize);
+        }
+        let fl_map = self.fl_bitmap & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
+        if fl_map == 0 {
+            return None;
+        }
+        let fl = fl_map.trailing_zeros() as usize;
+        Some(fl << SL_BITS | self.sl_bitmaps[fl & (FL_SLOTS - 1)].trailing_zeros() as usize)
+    }
+}
+
+/// Makes `a` and `b` physical neighbours (either may be NIL: the start or end of the range, whose ends
+/// `first_phys` and `last_phys` track).
+#[inline]
+fn link(nodes: &mut [Node], first_phys: &mut u32, last_phys: &mut u32, a: u32, b: u32) {
+    match a {
+        NIL => *first_phys = b,
+        a => nodes[a as usize].next_phys = b,
+    }
+    match b {
+        NIL => *last_phys = a,
+        b => nodes[b as usize].prev_phys = a,
+    }
+}
+
+/// Marks slot `index` vacant and stacks it for reuse.
+#[inline(always)]
+fn release_slot(nodes: &mut [Node], vacant: &mut Vec<u32>, index: u32) {
+    nodes[index as usize].next_free = VACANT;
+    vacant.push(index);
 }
 
 impl Tlsf {
@@ -194,13 +332,10 @@ impl Tlsf {
             vacant: Vec::new(),
             first_phys: NIL,
             last_phys: NIL,
-            fl_bitmap: 0,
-            sl_bitmaps: [0; FL_SLOTS],
-            bins: [[NIL; SL_COUNT]; FL_SLOTS],
+            free: FreeLists::new(),
             next_generation: 0,
             used_bytes: 0,
             used_count: 0,
-            free_count: 0,
             live_per_class: [0; 4],
         };
         tlsf.reset_ranges();
@@ -228,7 +363,7 @@ impl Tlsf {
     }
 
     pub fn free_count(&self) -> usize {
-        self.free_count
+        self.free.count
     }
 
     /// Number of slab slots, used or not: the engine's metadata grows with this.
@@ -239,7 +374,7 @@ impl Tlsf {
     /// Bytes of metadata held on the heap (slab and bins).
     pub fn metadata_bytes(&self) -> usize {
         self.nodes.capacity() * core::mem::size_of::<Node>()
-            + core::mem::size_of_val(&self.bins)
+            + core::mem::size_of_val(&self.free.heads)
             + self.vacant.capacity() * 4
     }
 
@@ -252,36 +387,34 @@ impl Tlsf {
             node.next_free = VACANT;
             self.vacant.push(index as u32);
         }
-        self.fl_bitmap = 0;
-        self.sl_bitmaps = [0; FL_SLOTS];
-        self.bins = [[NIL; SL_COUNT]; FL_SLOTS];
+        self.free = FreeLists::new();
         self.used_bytes = 0;
         self.used_count = 0;
-        self.free_count = 0;
         self.live_per_class = [0; 4];
         // One slot is always available here: either a vacant one or a fresh one in an empty slab.
-        let whole = self.new_slot(0, self.capacity, NIL, NIL);
+        let whole = self.new_slot();
+        self.nodes[whole as usize] = Node::free(0, self.capacity, NIL, NIL);
         self.first_phys = whole;
         self.last_phys = whole;
         self.insert_free(whole);
     }
 
-    /// Takes a vacant slot (or grows the slab) for a free range. Callers reserve room first.
-    fn new_slot(&mut self, offset: u64, size: u64, prev_phys: u32, next_phys: u32) -> u32 {
-        let node = Node { offset, size, prev_phys, next_phys, prev_free: NIL, next_free: NIL };
-        if let Some(index) = self.vacant.pop() {
-            // Written whole, never read first: a reused slot is usually cold.
-            self.nodes[index as usize] = node;
-            index
-        } else {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
+    /// Takes a vacant slot, or grows the slab by one, and returns its index; the caller writes the node whole
+    /// (a reused slot is usually cold, so it is never read first). Callers reserve room first.
+    #[inline(always)]
+    fn new_slot(&mut self) -> u32 {
+        match self.vacant.pop() {
+            Some(index) => index,
+            None => self.push_slot(),
         }
     }
 
-    fn release_slot(&mut self, index: u32) {
-        self.nodes[index as usize].next_free = VACANT;
-        self.vacant.push(index);
+    /// Grows the slab by one vacant node (out of line: in a steady state every slot comes from the vacant stack).
+    #[cold]
+    #[inline(never)]
+    fn push_slot(&mut self) -> u32 {
+        self.nodes.push(Node { next_free: VACANT, ..Node::free(0, 0, NIL, NIL) });
+        (self.nodes.len() - 1) as u32
     }
 
     /// Whether `extra` more slots can be had without exceeding what handles can address.
@@ -290,69 +423,17 @@ impl Tlsf {
     }
 
     fn insert_free(&mut self, index: u32) {
-        let units = self.nodes[index as usize].size >> self.granularity_shift;
-        let (fl, sl) = bin_of(units);
-        let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
-        {
-            let node = &mut self.nodes[index as usize];
-            node.prev_free = NIL;
-            node.next_free = head;
-        }
-        if head != NIL {
-            self.nodes[head as usize].prev_free = index;
-        }
-        self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)] = index;
-        self.sl_bitmaps[fl & (FL_SLOTS - 1)] |= 1 << sl;
-        self.fl_bitmap |= 1 << fl;
-        self.free_count += 1;
+        let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
+        self.free.insert(&mut self.nodes, index, bin);
     }
 
     fn remove_free(&mut self, index: u32) {
         let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
-        self.remove_free_in(index, bin);
-    }
-
-    /// Unlinks free node `index` from its bin `(fl, sl)`, which the caller already knows.
-    fn remove_free_in(&mut self, index: u32, (fl, sl): (usize, usize)) {
-        let (prev, next) = {
-            let node = &self.nodes[index as usize];
-            (node.prev_free, node.next_free)
-        };
-        if prev != NIL {
-            self.nodes[prev as usize].next_free = next;
-        } else {
-            let fl = fl & (FL_SLOTS - 1);
-            self.bins[fl][sl & (SL_COUNT - 1)] = next;
-            if next == NIL {
-                self.sl_bitmaps[fl] &= !(1 << sl);
-                if self.sl_bitmaps[fl] == 0 {
-                    self.fl_bitmap &= !(1 << fl);
-                }
-            }
-        }
-        if next != NIL {
-            self.nodes[next as usize].prev_free = prev;
-        }
-        self.free_count -= 1;
-    }
-
-    /// The first non-empty bin at or above `(fl, sl)`.
-    #[inline]
-    fn non_empty_bin_from(&self, fl: usize, sl: usize) -> Option<(usize, usize)> {
-        let sl_map = self.sl_bitmaps[fl & (FL_SLOTS - 1)] & (u32::MAX << sl);
-        if sl_map != 0 {
-            return Some((fl, sl_map.trailing_zeros() as usize));
-        }
-        let fl_map = self.fl_bitmap & u64::MAX.checked_shl(fl as u32 + 1).unwrap_or(0);
-        if fl_map == 0 {
-            return None;
-        }
-        let fl = fl_map.trailing_zeros() as usize;
-        Some((fl, self.sl_bitmaps[fl & (FL_SLOTS - 1)].trailing_zeros() as usize))
+        self.free.remove(&mut self.nodes, index, bin);
     }
 
     /// Where a request would start inside free node `index`, if it fits there.
-    #[inline]
+    #[inline(always)]
     fn fit(
         &self,
         index: u32,
@@ -438,12 +519,14 @@ impl Tlsf {
     }
 
     /// Allocates `size` bytes at `alignment` for `class`.
+    #[inline]
     pub fn allocate(&mut self, size: u64, alignment: u64, class: ResourceClass) -> Result<UsedRange, Error> {
         self.allocate_with_scan(size, alignment, class, true)
     }
 
     /// As `allocate`; with `scan` false the near-out-of-memory scan is skipped, so a request may fail although
     /// some free range could hold it (O(1) always: for callers that have other blocks to try first).
+    #[inline]
     pub fn allocate_with_scan(
         &mut self,
         size: u64,
@@ -462,83 +545,95 @@ impl Tlsf {
         let classes_meet = self.classes_meet(class);
 
         let units = asize >> self.granularity_shift;
-        let (fl, sl) = bin_of(units);
-        if alignment <= granularity && !classes_meet {
+        let bin = bin_of(units);
+        // One call of `take` below, whichever way the range was found, so that it is inlined here once.
+        let found = if alignment <= granularity && !classes_meet {
             // Plain request (the common case): any range of `asize` bytes holds it at its start, so neither
             // step below needs the general fit test.
-            if (self.sl_bitmaps[fl & (FL_SLOTS - 1)] >> sl) & 1 == 1 {
-                let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
-                let node = &self.nodes[head as usize];
-                if node.size >= asize {
-                    let offset = node.offset;
-                    return Ok(self.take(head, (fl, sl), offset, asize, alignment, class));
-                }
-            }
-            if let Some((gfl, gsl)) = bin_fitting(units)
-                && let Some(bin) = self.non_empty_bin_from(gfl, gsl)
-            {
-                let candidate = self.bins[bin.0 & (FL_SLOTS - 1)][bin.1 & (SL_COUNT - 1)];
-                let offset = self.nodes[candidate as usize].offset;
-                return Ok(self.take(candidate, bin, offset, asize, alignment, class));
-            }
+            self.find_plain(units, asize, bin)
         } else {
-            // 1. Good fit: the first range in the request's own bin, if it happens to hold the request.
-            // The bitmap (a few hot words) answers "is the bin empty?" without touching the bin array.
-            if (self.sl_bitmaps[fl & (FL_SLOTS - 1)] >> sl) & 1 == 1 {
-                let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
-                if let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet) {
-                    return Ok(self.take(head, (fl, sl), offset, asize, alignment, class));
-                }
-            }
-            // 2. O(1): the lowest bin whose every range holds the request plus the worst-case padding.
-            let mut slack = alignment_eff - granularity;
-            if classes_meet {
-                let page = self.class_granularity;
-                slack = alignment_eff.max(page) - granularity + (page - granularity);
-            }
-            if let Some(needed) = asize.checked_add(slack)
-                && let Some((gfl, gsl)) = bin_fitting(needed >> self.granularity_shift)
-                && let Some(bin) = self.non_empty_bin_from(gfl, gsl)
-            {
-                let candidate = self.bins[bin.0 & (FL_SLOTS - 1)][bin.1 & (SL_COUNT - 1)];
-                if let Some(offset) = self.fit(candidate, asize, alignment_eff, class, classes_meet) {
-                    return Ok(self.take(candidate, bin, offset, asize, alignment, class));
-                }
-            }
-        }
-        // 3. Near out-of-memory: scan every range that might hold the request.
-        if !scan {
-            return Err(oom);
-        }
-        match self.scan(fl, sl, asize, alignment_eff, class, classes_meet) {
-            Some((index, bin, offset)) => Ok(self.take(index, bin, offset, asize, alignment, class)),
-            None => Err(oom),
-        }
+            self.find_fitting(asize, alignment_eff, class, classes_meet, bin)
+        };
+        let (index, bin, offset) = match found {
+            Some(found) => found,
+            // Near out-of-memory: scan every range that might hold the request.
+            None if scan => self.scan(bin, asize, alignment_eff, class, classes_meet).ok_or(oom)?,
+            None => return Err(oom),
+        };
+        Ok(self.take(index, bin, offset, asize, alignment, class))
     }
 
-    /// The slow path of `allocate`: walks every free range from bin `(fl, sl)` up and returns the first that
+    /// Where a plain request (alignment within the granularity, no class rule in play) goes: the first range
+    /// of its own bin if it is large enough (good fit), else the first range of the lowest bin that guarantees
+    /// room. Returns the node, its bin and the offset (the node's start).
+    #[inline]
+    fn find_plain(&self, units: u64, asize: u64, bin: Bin) -> Option<(u32, Bin, u64)> {
+        if self.free.is_listed(bin) {
+            let head = self.free.head(bin);
+            let node = &self.nodes[head as usize];
+            if node.size >= asize {
+                return Some((head, bin, node.offset));
+            }
+        }
+        let fitting = self.free.non_empty_from(bin_fitting(units)?)?;
+        let candidate = self.free.head(fitting);
+        Some((candidate, fitting, self.nodes[candidate as usize].offset))
+    }
+
+    /// As `find_plain` for a request with alignment padding or class pages to respect: the good-fit candidate
+    /// and the guaranteed bin both go through the general fit test.
+    #[inline]
+    fn find_fitting(
+        &self,
+        asize: u64,
+        alignment_eff: u64,
+        class: ResourceClass,
+        classes_meet: bool,
+        bin: Bin,
+    ) -> Option<(u32, Bin, u64)> {
+        // 1. Good fit: the first range in the request's own bin, if it happens to hold the request.
+        if self.free.is_listed(bin) {
+            let head = self.free.head(bin);
+            if let Some(offset) = self.fit(head, asize, alignment_eff, class, classes_meet) {
+                return Some((head, bin, offset));
+            }
+        }
+        // 2. O(1): the lowest bin whose every range holds the request plus the worst-case padding.
+        let granularity = self.min_granularity();
+        let mut slack = alignment_eff - granularity;
+        if classes_meet {
+            let page = self.class_granularity;
+            slack = alignment_eff.max(page) - granularity + (page - granularity);
+        }
+        let needed = asize.checked_add(slack)?;
+        let fitting = self.free.non_empty_from(bin_fitting(needed >> self.granularity_shift)?)?;
+        let candidate = self.free.head(fitting);
+        let offset = self.fit(candidate, asize, alignment_eff, class, classes_meet)?;
+        Some((candidate, fitting, offset))
+    }
+
+    /// The slow path of `allocate`: walks every free range from `bin` up and returns the first that
     /// holds the request. Kept out of line so the O(1) path stays small.
     #[cold]
     #[inline(never)]
     fn scan(
         &self,
-        fl: usize,
-        sl: usize,
+        bin: Bin,
         asize: u64,
         alignment_eff: u64,
         class: ResourceClass,
         classes_meet: bool,
-    ) -> Option<(u32, (usize, usize), u64)> {
-        let mut next_bin = Some((fl, sl));
-        while let Some((bfl, bsl)) = next_bin.and_then(|(f, s)| self.non_empty_bin_from(f, s)) {
-            let mut index = self.bins[bfl & (FL_SLOTS - 1)][bsl & (SL_COUNT - 1)];
+    ) -> Option<(u32, Bin, u64)> {
+        let mut next_bin = Some(bin);
+        while let Some(bin) = next_bin.and_then(|bin| self.free.non_empty_from(bin)) {
+            let mut index = self.free.head(bin);
             while index != NIL {
                 if let Some(offset) = self.fit(index, asize, alignment_eff, class, classes_meet) {
-                    return Some((index, (bfl, bsl), offset));
+                    return Some((index, bin, offset));
                 }
                 index = self.nodes[index as usize].next_free;
             }
-            next_bin = bin_after(bfl, bsl);
+            next_bin = bin_after(bin);
         }
         None
     }
@@ -564,11 +659,10 @@ impl Tlsf {
         let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
         let alignment_eff = alignment.max(granularity);
         let classes_meet = self.classes_meet(class);
-        let (fl, sl) = bin_of(asize >> self.granularity_shift);
         let mut left = limit;
-        let mut next_bin = Some((fl, sl));
-        while let Some((bfl, bsl)) = next_bin.and_then(|(f, s)| self.non_empty_bin_from(f, s)) {
-            let mut index = self.bins[bfl & (FL_SLOTS - 1)][bsl & (SL_COUNT - 1)];
+        let mut next_bin = Some(bin_of(asize >> self.granularity_shift));
+        while let Some(bin) = next_bin.and_then(|bin| self.free.non_empty_from(bin)) {
+            let mut index = self.free.head(bin);
             while index != NIL {
                 if left == 0 {
                     return Ok(None);
@@ -578,38 +672,23 @@ impl Tlsf {
                 if let Some(offset) = place(node.offset, node.size)
                     && self.fit_at(index, offset, asize, alignment_eff, class, classes_meet)
                 {
-                    return Ok(Some(self.take(index, (bfl, bsl), offset, asize, alignment, class)));
+                    return Ok(Some(self.take(index, bin, offset, asize, alignment, class)));
                 }
                 index = self.nodes[index as usize].next_free;
             }
-            next_bin = bin_after(bfl, bsl);
+            next_bin = bin_after(bin);
         }
         Ok(None)
     }
 
-    /// Changes a free node's size, moving it between bins only when its bin changes.
-    fn resize_free(&mut self, index: u32, new_size: u64) {
-        let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
-        self.resize_free_in(index, bin, new_size);
-    }
-
-    /// As `resize_free`, for a node whose current bin the caller knows.
-    fn resize_free_in(&mut self, index: u32, bin: (usize, usize), new_size: u64) {
-        if bin == bin_of(new_size >> self.granularity_shift) {
-            self.nodes[index as usize].size = new_size;
-        } else {
-            self.remove_free_in(index, bin);
-            self.nodes[index as usize].size = new_size;
-            self.insert_free(index);
-        }
-    }
-
-    /// Carves `[offset, offset + size)` out of free node `index`. Padding in front becomes a free node of its
-    /// own; a tail, if any, stays in `index` (often in the same bin, which then needs no list update).
+    /// Carves `[offset, offset + size)` out of free node `index`, which is in `bin`. Padding in front becomes a
+    /// free node of its own; a tail, if any, stays in `index` (often in the same bin, which then needs no list
+    /// update).
+    #[inline]
     fn take(
         &mut self,
         index: u32,
-        bin: (usize, usize),
+        bin: Bin,
         offset: u64,
         size: u64,
         alignment: u64,
@@ -620,32 +699,36 @@ impl Tlsf {
             (node.offset, node.offset + node.size, node.prev_phys)
         };
         let alloc_end = offset + size;
-        let used = if alloc_end < end {
+        // Slots first (taking one may grow the slab); from then on the slab is a fixed slice.
+        let split = alloc_end < end;
+        let used = if split { self.new_slot() } else { index };
+        let pad = if offset > start { self.new_slot() } else { NIL };
+        let shift = self.granularity_shift;
+        let nodes = &mut self.nodes[..];
+        if split {
             // The free node keeps the tail; the allocation gets a slot of its own, linked in before it.
-            let used = self.new_slot(offset, size, prev, index);
+            nodes[used as usize] = Node::free(offset, size, prev, index);
             match prev {
                 NIL => self.first_phys = used,
-                p => self.nodes[p as usize].next_phys = used,
+                p => nodes[p as usize].next_phys = used,
             }
-            self.nodes[index as usize].prev_phys = used;
-            self.nodes[index as usize].offset = alloc_end;
-            self.resize_free_in(index, bin, end - alloc_end);
-            used
+            nodes[index as usize].prev_phys = used;
+            nodes[index as usize].offset = alloc_end;
+            self.free.resize(nodes, index, bin, end - alloc_end, shift);
         } else {
-            self.remove_free_in(index, bin);
-            index
-        };
-        if offset > start {
+            self.free.remove(nodes, index, bin);
+        }
+        if pad != NIL {
             // `prev` is still the range before the allocation; the pad goes in between.
-            let pad = self.new_slot(start, offset - start, prev, used);
+            nodes[pad as usize] = Node::free(start, offset - start, prev, used);
             match prev {
                 NIL => self.first_phys = pad,
-                p => self.nodes[p as usize].next_phys = pad,
+                p => nodes[p as usize].next_phys = pad,
             }
-            self.nodes[used as usize].prev_phys = pad;
-            self.insert_free(pad);
+            nodes[used as usize].prev_phys = pad;
+            self.free.insert(nodes, pad, bin_of((offset - start) >> shift));
         }
-        let node = &mut self.nodes[used as usize];
+        let node = &mut nodes[used as usize];
         node.offset = offset;
         node.size = size;
         let generation = self.next_generation;
@@ -670,60 +753,54 @@ impl Tlsf {
 
     /// Frees the used range in `slot`, merging it with free neighbours. A free neighbour absorbs the range in
     /// place (no bin update unless its bin changes) and the freed slot becomes vacant.
+    #[inline]
     pub fn free(&mut self, slot: u32, generation: u32) -> Result<UsedRange, Error> {
         let used = self.used(slot, generation)?;
-        // The node stays marked used until `insert_free` or `release_slot` below rewrites its tag.
+        let shift = self.granularity_shift;
+        let nodes = &mut self.nodes[..];
+        // The node stays marked used until the free lists or `release_slot` below rewrite its tag.
         let (prev, next) = {
-            let node = &self.nodes[slot as usize];
+            let node = &nodes[slot as usize];
             (node.prev_phys, node.next_phys)
         };
         self.used_bytes -= used.size;
         self.used_count -= 1;
         self.live_per_class[used.class as usize] -= 1;
 
-        let prev_free = prev != NIL && self.nodes[prev as usize].is_free();
-        let next_free = next != NIL && self.nodes[next as usize].is_free();
-        match (prev_free, next_free) {
-            (false, false) => self.insert_free(slot),
+        let prev_free = prev != NIL && nodes[prev as usize].is_free();
+        let next_free = next != NIL && nodes[next as usize].is_free();
+        // A free neighbour absorbs the range: `keep` is the free node that survives, `grown` its new size.
+        let (keep, grown) = match (prev_free, next_free) {
+            (false, false) => {
+                self.free.insert(nodes, slot, bin_of(used.size >> shift));
+                return Ok(used);
+            }
             (true, false) => {
-                let grown = self.nodes[prev as usize].size + used.size;
-                self.resize_free(prev, grown);
-                self.link(prev, next);
-                self.release_slot(slot);
+                link(nodes, &mut self.first_phys, &mut self.last_phys, prev, next);
+                release_slot(nodes, &mut self.vacant, slot);
+                (prev, nodes[prev as usize].size + used.size)
             }
             (false, true) => {
-                let grown = self.nodes[next as usize].size + used.size;
-                self.nodes[next as usize].offset = used.offset;
-                self.resize_free(next, grown);
-                self.link(prev, next);
-                self.release_slot(slot);
+                nodes[next as usize].offset = used.offset;
+                link(nodes, &mut self.first_phys, &mut self.last_phys, prev, next);
+                release_slot(nodes, &mut self.vacant, slot);
+                (next, nodes[next as usize].size + used.size)
             }
             (true, true) => {
                 let (next_size, after) = {
-                    let n = &self.nodes[next as usize];
+                    let n = &nodes[next as usize];
                     (n.size, n.next_phys)
                 };
-                self.remove_free(next);
-                let grown = self.nodes[prev as usize].size + used.size + next_size;
-                self.resize_free(prev, grown);
-                self.link(prev, after);
-                self.release_slot(slot);
-                self.release_slot(next);
+                self.free.remove(nodes, next, bin_of(next_size >> shift));
+                link(nodes, &mut self.first_phys, &mut self.last_phys, prev, after);
+                release_slot(nodes, &mut self.vacant, slot);
+                release_slot(nodes, &mut self.vacant, next);
+                (prev, nodes[prev as usize].size + used.size + next_size)
             }
-        }
+        };
+        let bin = bin_of(nodes[keep as usize].size >> shift);
+        self.free.resize(nodes, keep, bin, grown, shift);
         Ok(used)
-    }
-
-    /// Makes `a` and `b` physical neighbours (either may be NIL: the start or end of the range).
-    fn link(&mut self, a: u32, b: u32) {
-        match a {
-            NIL => self.first_phys = b,
-            a => self.nodes[a as usize].next_phys = b,
-        }
-        match b {
-            NIL => self.last_phys = a,
-            b => self.nodes[b as usize].prev_phys = a,
-        }
     }
 
     /// Extends the capacity to `new_capacity`; live ranges stay where they are.
@@ -744,7 +821,8 @@ impl Tlsf {
             if !self.can_take_slots(1) {
                 return Err(Error::TooManyAllocations);
             }
-            let tail = self.new_slot(self.capacity, added, last, NIL);
+            let tail = self.new_slot();
+            self.nodes[tail as usize] = Node::free(self.capacity, added, last, NIL);
             self.nodes[last as usize].next_phys = tail;
             self.last_phys = tail;
             self.insert_free(tail);
@@ -755,13 +833,13 @@ impl Tlsf {
 
     /// Size of the largest free range (scans one bin: the highest non-empty one).
     pub fn largest_free(&self) -> u64 {
-        if self.fl_bitmap == 0 {
+        if self.free.fl_bitmap == 0 {
             return 0;
         }
-        let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
-        let sl = 31 - self.sl_bitmaps[fl].leading_zeros() as usize;
+        let fl = 63 - self.free.fl_bitmap.leading_zeros() as usize;
+        let sl = 31 - self.free.sl_bitmaps[fl].leading_zeros() as usize;
         let mut largest = 0;
-        let mut index = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
+        let mut index = self.free.head(fl << SL_BITS | sl);
         while index != NIL {
             let node = &self.nodes[index as usize];
             largest = largest.max(node.size);
@@ -863,7 +941,7 @@ impl Tlsf {
         if prev != self.last_phys {
             return fail("last range pointer is wrong", expected_offset);
         }
-        if used_nodes != self.used_count || used_bytes != self.used_bytes || free_nodes != self.free_count {
+        if used_nodes != self.used_count || used_bytes != self.used_bytes || free_nodes != self.free.count {
             return fail("counters disagree with the ranges", used_bytes);
         }
         if live_per_class != self.live_per_class {
@@ -873,19 +951,20 @@ impl Tlsf {
         // Bins: every free node exactly once, in the bin of its size, bitmaps matching.
         let mut listed = 0usize;
         for fl in 0..FL_COUNT {
-            if ((self.fl_bitmap >> fl) & 1 == 1) != (self.sl_bitmaps[fl] != 0) {
+            if ((self.free.fl_bitmap >> fl) & 1 == 1) != (self.free.sl_bitmaps[fl] != 0) {
                 return fail("first-level bitmap disagrees with second level", fl as u64);
             }
             for sl in 0..SL_COUNT {
-                let head = self.bins[fl & (FL_SLOTS - 1)][sl & (SL_COUNT - 1)];
-                if ((self.sl_bitmaps[fl] >> sl) & 1 == 1) != (head != NIL) {
+                let bin = fl << SL_BITS | sl;
+                let head = self.free.heads[bin];
+                if ((self.free.sl_bitmaps[fl] >> sl) & 1 == 1) != (head != NIL) {
                     return fail("second-level bitmap disagrees with the bin", (fl * SL_COUNT + sl) as u64);
                 }
                 let mut prev_free = NIL;
                 let mut index = head;
                 while index != NIL {
                     listed += 1;
-                    if listed > self.free_count {
+                    if listed > self.free.count {
                         return fail("free lists hold more nodes than there are free ranges", 0);
                     }
                     let node = &self.nodes[index as usize];
@@ -895,7 +974,7 @@ impl Tlsf {
                     if node.prev_free != prev_free {
                         return fail("free-list back link broken", node.offset);
                     }
-                    if bin_of(node.size >> self.granularity_shift) != (fl, sl) {
+                    if bin_of(node.size >> self.granularity_shift) != bin {
                         return fail("free range in the wrong bin", node.offset);
                     }
                     prev_free = index;
@@ -903,7 +982,7 @@ impl Tlsf {
                 }
             }
         }
-        if listed != self.free_count {
+        if listed != self.free.count {
             return fail("a free range is missing from the bins", 0);
         }
 
@@ -964,18 +1043,27 @@ mod tests {
 
     #[test]
     fn bins_are_monotonic_and_fitting_bins_hold_the_request() {
-        let mut last = (0, 0);
+        let mut last = 0;
         for units in 1..100_000u64 {
             let bin = bin_of(units);
             assert!(bin >= last, "bin_of must not decrease");
             last = bin;
+            // The classic two-level mapping: first level 0 linear below SL_COUNT, then powers of two.
+            let (fl, sl) = if units < SL_COUNT as u64 {
+                (0, units as usize)
+            } else {
+                let msb = 63 - units.leading_zeros();
+                ((msb - SL_BITS + 1) as usize, (units >> (msb - SL_BITS)) as usize - SL_COUNT)
+            };
+            assert_eq!((bin >> SL_BITS, sl_of(bin)), (fl, sl), "units {units}");
             // Every range in the fitting bin or above is at least `units` long: the fitting bin's lower bound.
-            let (fl, sl) = bin_fitting(units).unwrap();
+            let fitting = bin_fitting(units).unwrap();
+            let (fl, sl) = (fitting >> SL_BITS, sl_of(fitting));
             let lower = if fl == 0 { sl as u64 } else { ((SL_COUNT + sl) as u64) << (fl - 1) };
             assert!(lower >= units, "units {units}: fitting bin starts at {lower}");
         }
         assert_eq!(bin_fitting(u64::MAX), None);
-        assert_eq!(bin_of(u64::MAX).0, FL_COUNT - 1);
+        assert_eq!(bin_of(u64::MAX) >> SL_BITS, FL_COUNT - 1);
     }
 
     #[test]

@@ -115,6 +115,7 @@ impl<T> VirtualBlock<T> {
     }
 
     /// Allocates `size` bytes aligned to `alignment` (a power of two) for a resource of `class`.
+    #[inline]
     pub fn allocate(&mut self, size: u64, alignment: u64, class: ResourceClass) -> Result<Allocation, Error> {
         self.allocate_inner(size, alignment, class, None)
     }
@@ -169,6 +170,7 @@ impl<T> VirtualBlock<T> {
         }))
     }
 
+    #[inline]
     fn allocate_inner(
         &mut self,
         size: u64,
@@ -179,6 +181,7 @@ impl<T> VirtualBlock<T> {
         self.allocate_inner_scan(size, alignment, class, user_data, true)
     }
 
+    #[inline]
     fn allocate_inner_scan(
         &mut self,
         size: u64,
@@ -214,6 +217,7 @@ impl<T> VirtualBlock<T> {
 
     /// Frees an allocation (an [`Allocation`] or its [`Handle`]) and returns its user data. A double free, a
     /// stale handle or another block's handle is an error and changes nothing.
+    #[inline]
     pub fn free(&mut self, handle: impl Into<Handle>) -> Result<Option<T>, Error> {
         let handle = handle.into();
         if handle.owner() != self.owner {
