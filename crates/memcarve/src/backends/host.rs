@@ -1518,6 +1518,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot mmap with PROT_NONE")]
     fn real_commit_makes_pages_writable() {
         let device = device(MemoryProfile::discrete(), HostMode::Real);
         let vm = device.virtual_memory().unwrap();
@@ -1548,6 +1549,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot mmap with PROT_NONE")]
     fn real_decommit_and_recommit() {
         let device = device(MemoryProfile::integrated(), HostMode::Real);
         // SAFETY: ranges are aligned and inside the reservation; only committed pages are touched.
@@ -1573,6 +1575,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot mmap with PROT_NONE")]
     fn committing_a_committed_page_is_an_error() {
         for mode in [HostMode::Real, HostMode::Simulated] {
             let device = device(MemoryProfile::lavapipe(), mode);
