@@ -104,11 +104,26 @@ pub(crate) struct UsedRange {
     pub class: ResourceClass,
 }
 
+/// An allocation request after validation, as `allocate_with_scan` hands it to its out-of-line scan.
+struct Request {
+    size: u64,
+    /// `size` rounded up to the minimum granularity.
+    asize: u64,
+    alignment: u64,
+    /// `alignment`, at least the minimum granularity.
+    alignment_eff: u64,
+    class: ResourceClass,
+    /// Whether `class` may meet a live range of a conflicting class (see `Tlsf::classes_meet`).
+    classes_meet: bool,
+}
+
 /// The TLSF engine. The public face is [`crate::VirtualBlock`], which adds owner tags and user data.
 #[derive(Debug, Clone)]
 pub(crate) struct Tlsf {
     capacity: u64,
     granularity_shift: u32,
+    /// `1 << granularity_shift`, kept so the hot paths need not shift.
+    min_granularity: u64,
     /// Page size within which conflicting classes must not meet (1 = no rule).
     class_granularity: u64,
     nodes: Vec<Node>,
@@ -122,7 +137,7 @@ pub(crate) struct Tlsf {
     /// 2^24 allocations happened since it was freed and its slot is in use again with the same value.
     next_generation: u32,
     used_bytes: u64,
-    used_count: usize,
+    /// Used ranges by class (their sum is the number of used ranges).
     live_per_class: [usize; 4],
 }
 
@@ -327,6 +342,7 @@ impl Tlsf {
         let mut tlsf = Tlsf {
             capacity,
             granularity_shift: min_granularity.trailing_zeros(),
+            min_granularity,
             class_granularity,
             nodes: Vec::new(),
             vacant: Vec::new(),
@@ -335,7 +351,6 @@ impl Tlsf {
             free: FreeLists::new(),
             next_generation: 0,
             used_bytes: 0,
-            used_count: 0,
             live_per_class: [0; 4],
         };
         tlsf.reset_ranges();
@@ -347,7 +362,7 @@ impl Tlsf {
     }
 
     pub fn min_granularity(&self) -> u64 {
-        1 << self.granularity_shift
+        self.min_granularity
     }
 
     pub fn class_granularity(&self) -> u64 {
@@ -359,7 +374,7 @@ impl Tlsf {
     }
 
     pub fn used_count(&self) -> usize {
-        self.used_count
+        self.live_per_class.iter().sum()
     }
 
     pub fn free_count(&self) -> usize {
@@ -389,7 +404,6 @@ impl Tlsf {
         }
         self.free = FreeLists::new();
         self.used_bytes = 0;
-        self.used_count = 0;
         self.live_per_class = [0; 4];
         // One slot is always available here: either a vacant one or a fresh one in an empty slab.
         let whole = self.new_slot();
@@ -546,20 +560,34 @@ impl Tlsf {
 
         let units = asize >> self.granularity_shift;
         let bin = bin_of(units);
-        // One call of `take` below, whichever way the range was found, so that it is inlined here once.
-        let found = if alignment <= granularity && !classes_meet {
-            // Plain request (the common case): any range of `asize` bytes holds it at its start, so neither
-            // step below needs the general fit test.
-            self.find_plain(units, asize, bin)
-        } else {
+        // Each way of finding a range has its own copy of `take`, specialised to it; the scan goes out of line.
+        if alignment <= granularity && !classes_meet {
+            // Plain request (the common case): any range of `asize` bytes holds it at its start, so it needs
+            // no fit test.
+            if let Some((index, bin, offset)) = self.find_plain(units, asize, bin) {
+                return Ok(self.take(index, bin, offset, asize, alignment, class));
+            }
+        } else if let Some((index, bin, offset)) =
             self.find_fitting(asize, alignment_eff, class, classes_meet, bin)
-        };
-        let (index, bin, offset) = match found {
-            Some(found) => found,
-            // Near out-of-memory: scan every range that might hold the request.
-            None if scan => self.scan(bin, asize, alignment_eff, class, classes_meet).ok_or(oom)?,
-            None => return Err(oom),
-        };
+        {
+            return Ok(self.take(index, bin, offset, asize, alignment, class));
+        }
+        if !scan {
+            return Err(Error::OutOfMemory { size, alignment });
+        }
+        let request = Request { size, asize, alignment, alignment_eff, class, classes_meet };
+        self.allocate_scanned(&request, bin)
+    }
+
+    /// Near out-of-memory, when the O(1) search of `allocate_with_scan` found nothing: scans every range that
+    /// might hold the request, from its own bin up.
+    #[cold]
+    #[inline(never)]
+    fn allocate_scanned(&mut self, request: &Request, bin: Bin) -> Result<UsedRange, Error> {
+        let &Request { size, asize, alignment, alignment_eff, class, classes_meet } = request;
+        let (index, bin, offset) = self
+            .scan(bin, asize, alignment_eff, class, classes_meet)
+            .ok_or(Error::OutOfMemory { size, alignment })?;
         Ok(self.take(index, bin, offset, asize, alignment, class))
     }
 
@@ -568,16 +596,14 @@ impl Tlsf {
     /// room. Returns the node, its bin and the offset (the node's start).
     #[inline]
     fn find_plain(&self, units: u64, asize: u64, bin: Bin) -> Option<(u32, Bin, u64)> {
-        if self.free.is_listed(bin) {
-            let head = self.free.head(bin);
-            let node = &self.nodes[head as usize];
-            if node.size >= asize {
-                return Some((head, bin, node.offset));
-            }
-        }
-        let fitting = self.free.non_empty_from(bin_fitting(units)?)?;
-        let candidate = self.free.head(fitting);
-        Some((candidate, fitting, self.nodes[candidate as usize].offset))
+        // Both candidates are looked up and one is selected, rather than branching on whether the good fit
+        // holds the request: that depends on the data, and is only known once the head's node has arrived.
+        let head = self.free.head(bin);
+        let good_fit = self.nodes.get(head as usize).is_some_and(|node| node.size >= asize);
+        let fitting = bin_fitting(units).and_then(|fitting| self.free.non_empty_from(fitting));
+        let bin = if good_fit { Some(bin) } else { fitting }?;
+        let index = self.free.head(bin);
+        Some((index, bin, self.nodes[index as usize].offset))
     }
 
     /// As `find_plain` for a request with alignment padding or class pages to respect: the good-fit candidate
@@ -684,7 +710,7 @@ impl Tlsf {
     /// Carves `[offset, offset + size)` out of free node `index`, which is in `bin`. Padding in front becomes a
     /// free node of its own; a tail, if any, stays in `index` (often in the same bin, which then needs no list
     /// update).
-    #[inline]
+    #[inline(always)]
     fn take(
         &mut self,
         index: u32,
@@ -735,7 +761,6 @@ impl Tlsf {
         node.set_used(generation, class, alignment.trailing_zeros());
         self.next_generation = (generation + 1) & GENERATION_MASK;
         self.used_bytes += size;
-        self.used_count += 1;
         self.live_per_class[class as usize] += 1;
         // Nothing is read back from the node: it may be cold, and its stores still in flight.
         UsedRange { slot: used, generation, offset, size, class }
@@ -764,7 +789,6 @@ impl Tlsf {
             (node.prev_phys, node.next_phys)
         };
         self.used_bytes -= used.size;
-        self.used_count -= 1;
         self.live_per_class[used.class as usize] -= 1;
 
         let prev_free = prev != NIL && nodes[prev as usize].is_free();
@@ -941,7 +965,7 @@ impl Tlsf {
         if prev != self.last_phys {
             return fail("last range pointer is wrong", expected_offset);
         }
-        if used_nodes != self.used_count || used_bytes != self.used_bytes || free_nodes != self.free.count {
+        if used_nodes != self.used_count() || used_bytes != self.used_bytes || free_nodes != self.free.count {
             return fail("counters disagree with the ranges", used_bytes);
         }
         if live_per_class != self.live_per_class {
