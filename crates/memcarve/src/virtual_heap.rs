@@ -241,6 +241,26 @@ impl PageSet {
         }
     }
 
+    /// Every maximal run of consecutive members, as `(first, last)`, in ascending order.
+    fn runs(&self) -> Vec<(usize, usize)> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (index, &word) in self.words.iter().enumerate().take(self.top + 1) {
+            let mut bits = word;
+            while bits != 0 {
+                let start = index * 64 + bits.trailing_zeros() as usize;
+                // Length of the run of ones starting at `start` within this word.
+                let length = (bits >> (start % 64)).trailing_ones() as usize;
+                let end = start + length - 1;
+                match runs.last_mut() {
+                    Some(run) if run.1 + 1 == start => run.1 = end,
+                    _ => runs.push((start, end)),
+                }
+                bits &= if end % 64 == 63 { 0 } else { !0u64 << (end % 64 + 1) };
+            }
+        }
+        runs
+    }
+
     fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
         self.top = 0;
@@ -254,6 +274,8 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     page_shift: u32,
     page_users: Vec<u32>,
     committed: Vec<bool>,
+    /// One past the highest committed page (0 when none is).
+    committed_end: usize,
     empty_pages: PageSet,
     release: Arc<dyn ReleasePolicy>,
     stats: VirtualHeapStats,
@@ -305,6 +327,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             page_shift: page_size.trailing_zeros(),
             page_users: vec![0; pages],
             committed: vec![false; pages],
+            committed_end: 0,
             empty_pages: PageSet::new(pages),
             release: Arc::clone(&config.release),
             stats: VirtualHeapStats::default(),
@@ -430,13 +453,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
     }
 
-    /// Places a request on committed pages only, looking at a bounded number of free ranges and, in each, at a
-    /// bounded number of positions (each jumping past the uncommitted page that ruled out the one before).
+    /// Places a request on committed pages only, looking at up to 64 free ranges (smallest first) and, in each,
+    /// at up to 16 positions: each next position starts on the first committed page after the uncommitted run
+    /// that ruled out the one before. Bounded work; it runs only when TLSF's good fit would need new pages.
     fn place_on_committed(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
-        const RANGES: usize = 16;
+        const RANGES: usize = 64;
         const POSITIONS: usize = 16;
         let span = self.span(size);
-        let (shift, committed) = (self.page_shift, &self.committed);
+        let (shift, committed) = (self.page_shift, &self.committed[..self.committed_end]);
         let place = |start: u64, len: u64| {
             let end = start + len;
             let mut offset = start.next_multiple_of(alignment);
@@ -445,10 +469,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                     return None;
                 }
                 let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
-                match committed[first..=last].iter().rposition(|&c| !c) {
-                    None => return Some(offset),
-                    Some(i) => offset = (((first + i + 1) as u64) << shift).next_multiple_of(alignment),
+                if last >= committed.len() {
+                    return None;
                 }
+                let Some(i) = committed[first..=last].iter().rposition(|&c| !c) else { return Some(offset) };
+                // Skip the whole uncommitted run: the next position starts on the first committed page after it.
+                let uncommitted = first + i;
+                let next = uncommitted + 1 + committed[uncommitted + 1..].iter().position(|&c| c)?;
+                offset = ((next as u64) << shift).next_multiple_of(alignment);
             }
             None
         };
@@ -503,6 +531,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 self.committed[p] = true;
                 self.empty_pages.insert(p);
             }
+            self.committed_end = self.committed_end.max(page);
             self.stats.commits += 1;
             self.stats.committed_bytes += size;
             self.stats.empty_bytes += size;
@@ -542,7 +571,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // spare pages are likely reused soon, and each decommit now may cost a commit later.
         let over_peak = state.committed_bytes.saturating_sub(self.stats.peak_committed_bytes);
         let keep = self.release.retained_bytes(&state).max(state.empty_bytes.saturating_sub(over_peak));
-        self.release_down_to(vm, keep.saturating_sub(ahead));
+        self.release_largest_runs(vm, keep.saturating_sub(ahead));
         for page in first..=last {
             if self.committed[page] && self.page_users[page] == 0 {
                 self.empty_pages.insert(page);
@@ -589,6 +618,38 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
     }
 
+    /// Decommits empty pages until at most `keep` bytes of them are left, largest runs of empty pages first: each
+    /// run is one driver call, so this gives back the most memory per call. The last run taken is the smallest
+    /// that covers what is left to give back, decommitted from its top. O(pages / 64 + runs × log runs); used
+    /// before a commit, where the excess may be hundreds of pages scattered over many runs.
+    fn release_largest_runs(&mut self, vm: &V, keep: u64) {
+        if self.stats.empty_bytes <= keep {
+            return;
+        }
+        let mut runs = self.empty_pages.runs();
+        runs.sort_unstable_by_key(|&(first, last)| core::cmp::Reverse(last - first));
+        let mut index = 0;
+        while self.stats.empty_bytes > keep && index < runs.len() {
+            let excess_pages = ((self.stats.empty_bytes - keep).div_ceil(self.page_size())) as usize;
+            // The smallest run that covers the excess, if any; otherwise the largest left.
+            let covering = runs[index..].iter().rposition(|&(first, last)| last - first + 1 >= excess_pages);
+            let (first, last) = match covering {
+                Some(offset) => {
+                    let (first, last) = runs[index + offset];
+                    (first.max(last + 1 - excess_pages), last)
+                }
+                None => runs[index],
+            };
+            if covering.is_none() {
+                index += 1;
+            }
+            self.decommit_run(vm, first, last);
+            if covering.is_some() {
+                break;
+            }
+        }
+    }
+
     fn note(&mut self, event: PageEvent) {
         if let Some(events) = self.events.as_mut() {
             events.push(event);
@@ -609,6 +670,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         for page in first..=last {
             self.committed[page] = false;
             self.empty_pages.remove(page);
+        }
+        if last + 1 == self.committed_end {
+            self.committed_end = self.committed[..first].iter().rposition(|&c| c).map_or(0, |page| page + 1);
         }
         self.stats.decommits += 1;
         self.stats.committed_bytes -= size;
@@ -655,6 +719,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             self.committed[start..page].iter_mut().for_each(|c| *c = false);
         }
+        self.committed_end = 0;
         self.empty_pages.clear();
         self.stats.committed_bytes = 0;
         self.stats.empty_bytes = 0;
@@ -695,10 +760,51 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             empty += u64::from(is_empty) << self.page_shift;
         }
+        if self.committed_end != self.committed.iter().rposition(|&c| c).map_or(0, |page| page + 1) {
+            return fail(
+                "committed end disagrees with the pages",
+                (self.committed_end as u64) << self.page_shift,
+            );
+        }
         let committed = self.committed.iter().filter(|&&c| c).count() as u64;
         if committed << self.page_shift != self.stats.committed_bytes || empty != self.stats.empty_bytes {
             return fail("committed or empty bytes disagree with the pages", 0);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PageSet;
+
+    #[test]
+    fn page_set_runs_cross_word_boundaries_and_match_a_plain_walk() {
+        let mut set = PageSet::new(300);
+        let members = [0, 1, 2, 62, 63, 64, 65, 127, 128, 191, 192, 193, 255, 299];
+        members.iter().for_each(|&page| set.insert(page));
+        assert_eq!(
+            set.runs(),
+            [(0, 2), (62, 65), (127, 128), (191, 193), (255, 255), (299, 299)],
+            "runs merge across the 64-page words"
+        );
+        // Against a plain walk over a pseudo-random set.
+        let mut set = PageSet::new(1000);
+        let mut expected: Vec<(usize, usize)> = Vec::new();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for page in 0..1000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if !state.is_multiple_of(3) {
+                set.insert(page);
+                match expected.last_mut() {
+                    Some(run) if run.1 + 1 == page => run.1 = page,
+                    _ => expected.push((page, page)),
+                }
+            }
+        }
+        assert_eq!(set.runs(), expected);
+        assert!(PageSet::new(64).runs().is_empty());
     }
 }

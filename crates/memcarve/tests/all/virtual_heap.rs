@@ -249,6 +249,42 @@ fn a_request_that_fits_a_hole_on_committed_pages_goes_there_rather_than_to_new_p
 }
 
 #[test]
+fn pages_given_back_before_a_commit_come_from_the_largest_empty_runs() {
+    use memcarve::virtual_heap::PeakSlack;
+    // No slack: committed memory stays at the peak live bytes, so every new page needs an empty one given back.
+    let config = VirtualHeapConfig::default().with_release(Arc::new(PeakSlack {
+        slack: 0.0,
+        max_ahead_fraction: 0.0,
+        min_spare_bytes: 0,
+    }));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
+    // Pages: a 10-page tensor, five 1-page tensors, a 1-page tail; peak live 32 MiB (16 pages).
+    let big = allocator.allocate(&desc(20 * MIB)).unwrap();
+    let mut small: Vec<_> = (0..5).map(|_| allocator.allocate(&desc(2 * MIB)).unwrap()).collect();
+    let tail = allocator.allocate(&desc(2 * MIB)).unwrap();
+    // Empty runs of 10, 1 and 1 pages (pages 0-9, 11 and 13); all kept, as they are within the peak.
+    allocator.free(big).unwrap();
+    allocator.free(small.remove(3)).unwrap();
+    allocator.free(small.remove(1)).unwrap();
+    let before = device.counters();
+    assert_eq!(before.decommits, 0);
+    // 22 MiB fit in no hole: 11 new pages, so 11 empty pages go back first. Highest first would take three
+    // calls (two single pages, then 9 pages of the big run); the largest run first takes two.
+    let request = allocator.allocate(&desc(22 * MIB)).unwrap();
+    let after = device.counters();
+    assert_eq!(after.decommits - before.decommits, 2, "the 10-page run in one call, then one page");
+    assert_eq!(after.commits - before.commits, 1);
+    let stats = allocator.virtual_heap_stats(1).unwrap();
+    assert!(stats.peak_committed_bytes <= 34 * MIB, "{} MiB", stats.peak_committed_bytes / MIB);
+    allocator.check().unwrap();
+    for a in small.into_iter().chain([tail, request]) {
+        allocator.free(a).unwrap();
+    }
+    allocator.check().unwrap();
+}
+
+#[test]
 fn require_within_budget_refuses_commits_on_a_full_heap() {
     use memcarve::{AllocationOptions, BudgetPolicy, Usage};
     let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::lavapipe(), HostMode::Simulated)));
