@@ -263,8 +263,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
 }
 
 fn print_table(rows: &[Row]) {
+    let width = rows.iter().map(|row| row.name.len()).max().unwrap_or(0).max("trace".len());
     println!(
-        "{:<28} {:<10} {:>9} {:>12} {:>14} {:>8} {:>10} {:>14} {:>8} {:>8} {:>10}",
+        "{:<width$} {:<10} {:>9} {:>12} {:>14} {:>8} {:>10} {:>16} {:>8} {:>8} {:>10}",
         "trace",
         "policy",
         "allocs",
@@ -280,7 +281,7 @@ fn print_table(rows: &[Row]) {
     for row in rows {
         let opt = |value: Option<String>| value.unwrap_or_else(|| "-".into());
         println!(
-            "{:<28} {:<10} {:>9} {:>8.1} MiB {:>10.1} MiB {:>8.3} {:>10} {:>14} {:>8} {:>8} {:>10.2}",
+            "{:<width$} {:<10} {:>9} {:>8.1} MiB {:>10.1} MiB {:>8.3} {:>10} {:>16} {:>8} {:>8} {:>10.2}",
             row.name,
             row.policy,
             row.allocations,
