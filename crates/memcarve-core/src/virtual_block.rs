@@ -154,20 +154,8 @@ impl<T> VirtualBlock<T> {
         limit: usize,
         place: impl FnMut(u64, u64) -> Option<u64>,
     ) -> Result<Option<Allocation>, Error> {
-        let Some(range) = self.tlsf.allocate_where(size, alignment, class, limit, place)? else {
-            return Ok(None);
-        };
-        if Self::STORES_USER_DATA {
-            if self.user_data.len() < self.tlsf.slot_count() {
-                self.user_data.resize_with(self.tlsf.slot_count(), || None);
-            }
-            self.user_data[range.slot as usize] = None;
-        }
-        Ok(Some(Allocation {
-            handle: Handle::new(self.owner, range.slot, range.generation),
-            offset: range.offset,
-            size,
-        }))
+        let range = self.tlsf.allocate_where(size, alignment, class, limit, place)?;
+        Ok(range.map(|range| self.adopt(range, size, None)))
     }
 
     #[inline]
@@ -195,17 +183,23 @@ impl<T> VirtualBlock<T> {
         } else {
             self.tlsf.allocate_with_scan(size, alignment, class, false)?
         };
+        Ok(self.adopt(range, size, user_data))
+    }
+
+    /// Stores the user data of a range just allocated and makes its handle.
+    #[inline]
+    fn adopt(&mut self, range: UsedRange, size: u64, user_data: Option<T>) -> Allocation {
         if Self::STORES_USER_DATA {
             if self.user_data.len() < self.tlsf.slot_count() {
                 self.user_data.resize_with(self.tlsf.slot_count(), || None);
             }
             self.user_data[range.slot as usize] = user_data;
         }
-        Ok(Allocation {
+        Allocation {
             handle: Handle::new(self.owner, range.slot, range.generation),
             offset: range.offset,
             size,
-        })
+        }
     }
 
     fn resolve(&self, handle: &Handle) -> Result<UsedRange, Error> {
