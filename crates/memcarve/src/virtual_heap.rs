@@ -223,6 +223,24 @@ impl PageSet {
         self.words[page / 64] &= !(1 << (page % 64));
     }
 
+    /// Calls `apply(word index, mask)` for the words covering pages `first..=last`.
+    fn for_words(first: usize, last: usize, mut apply: impl FnMut(usize, u64)) {
+        for word in first / 64..=last / 64 {
+            let low = if word == first / 64 { first % 64 } else { 0 };
+            let high = if word == last / 64 { last % 64 } else { 63 };
+            apply(word, (u64::MAX >> (63 - high)) & (u64::MAX << low));
+        }
+    }
+
+    fn insert_range(&mut self, first: usize, last: usize) {
+        Self::for_words(first, last, |word, mask| self.words[word] |= mask);
+        self.top = self.top.max(last / 64);
+    }
+
+    fn remove_range(&mut self, first: usize, last: usize) {
+        Self::for_words(first, last, |word, mask| self.words[word] &= !mask);
+    }
+
     fn contains(&self, page: usize) -> bool {
         (self.words[page / 64] >> (page % 64)) & 1 == 1
     }
@@ -440,13 +458,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.release(vm);
             return Err(error);
         }
-        for page in first..=last {
-            if self.page_users[page] == 0 {
-                self.empty_pages.remove(page);
-                self.stats.empty_bytes -= self.page_size();
-            }
-            self.page_users[page] += 1;
-        }
+        self.take_pages(first, last);
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
@@ -481,6 +493,40 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             None
         };
         self.ranges.allocate_where(size, alignment, ResourceClass::Unknown, RANGES, place).ok().flatten()
+    }
+
+    /// Counts a new allocation as a user of pages `[first, last]` (all committed). Only the first and the last
+    /// page can have other users: every page in between lies inside the allocation's range, which no other live
+    /// allocation overlaps, so those pages were empty and are taken in one pass over the bitmap's words.
+    fn take_pages(&mut self, first: usize, last: usize) {
+        for page in [first, last].into_iter().take(if last > first { 2 } else { 1 }) {
+            if self.page_users[page] == 0 {
+                self.empty_pages.remove(page);
+                self.stats.empty_bytes -= self.page_size();
+            }
+            self.page_users[page] += 1;
+        }
+        if last > first + 1 {
+            self.page_users[first + 1..last].fill(1);
+            self.empty_pages.remove_range(first + 1, last - 1);
+            self.stats.empty_bytes -= ((last - first - 1) as u64) << self.page_shift;
+        }
+    }
+
+    /// The inverse of [`VirtualHeap::take_pages`], for an allocation being freed.
+    fn leave_pages(&mut self, first: usize, last: usize) {
+        for page in [first, last].into_iter().take(if last > first { 2 } else { 1 }) {
+            self.page_users[page] -= 1;
+            if self.page_users[page] == 0 {
+                self.empty_pages.insert(page);
+                self.stats.empty_bytes += self.page_size();
+            }
+        }
+        if last > first + 1 {
+            self.page_users[first + 1..last].fill(0);
+            self.empty_pages.insert_range(first + 1, last - 1);
+            self.stats.empty_bytes += ((last - first - 1) as u64) << self.page_shift;
+        }
     }
 
     /// Extends `[first, last]` forward over uncommitted pages by the release policy's commit-ahead, when the
@@ -527,10 +573,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             // SAFETY: (1) the run is page-aligned (whole pages), inside the reservation (pages index it), and
             // none of its pages is committed (checked just above under `&mut self`).
             unsafe { vm.commit(reservation, offset, size)? };
-            for p in run_start..page {
-                self.committed[p] = true;
-                self.empty_pages.insert(p);
-            }
+            self.committed[run_start..page].fill(true);
+            self.empty_pages.insert_range(run_start, page - 1);
             self.committed_end = self.committed_end.max(page);
             self.stats.commits += 1;
             self.stats.committed_bytes += size;
@@ -585,13 +629,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let offset = self.ranges.get(&handle)?.offset;
         self.ranges.free(handle)?;
         let (first, last) = self.pages(offset, self.span(size));
-        for page in first..=last {
-            self.page_users[page] -= 1;
-            if self.page_users[page] == 0 {
-                self.empty_pages.insert(page);
-                self.stats.empty_bytes += self.page_size();
-            }
-        }
+        self.leave_pages(first, last);
         self.stats.live_bytes -= size;
         self.stats.allocations -= 1;
         self.release(vm);
@@ -667,10 +705,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             // (it is in `empty_pages`), so nothing uses its memory.
             unsafe { vm.decommit(reservation, offset, size) };
         }
-        for page in first..=last {
-            self.committed[page] = false;
-            self.empty_pages.remove(page);
-        }
+        self.committed[first..=last].fill(false);
+        self.empty_pages.remove_range(first, last);
         if last + 1 == self.committed_end {
             self.committed_end = self.committed[..first].iter().rposition(|&c| c).map_or(0, |page| page + 1);
         }
@@ -806,5 +842,23 @@ mod tests {
         }
         assert_eq!(set.runs(), expected);
         assert!(PageSet::new(64).runs().is_empty());
+    }
+
+    #[test]
+    fn page_set_range_updates_match_page_by_page_updates() {
+        let ranges = [(0, 0), (3, 70), (63, 64), (64, 127), (100, 299), (128, 128), (5, 250), (0, 299)];
+        let mut by_range = PageSet::new(300);
+        let mut by_page = PageSet::new(300);
+        for (step, &(first, last)) in ranges.iter().enumerate() {
+            if step % 3 == 2 {
+                by_range.remove_range(first, last);
+                (first..=last).for_each(|page| by_page.remove(page));
+            } else {
+                by_range.insert_range(first, last);
+                (first..=last).for_each(|page| by_page.insert(page));
+            }
+            assert_eq!(by_range.words, by_page.words, "after {first}..={last}");
+            assert_eq!(by_range.highest(), by_page.highest());
+        }
     }
 }
