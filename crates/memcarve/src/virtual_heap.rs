@@ -1,6 +1,7 @@
 //! The virtual heap: for devices with [`VirtualMemory`], one address range per memory type, reserved once and
 //! carved by the core's TLSF, with physical pages committed when allocations first touch them and decommitted
-//! by a pluggable release policy. CUDA maps onto it directly (`cuMemAddressReserve`, `cuMemCreate` +
+//! by a pluggable release policy. A request whose good fit would need new pages is placed on committed pages
+//! when a bounded search finds room there; spare pages given back before a commit go largest runs first. CUDA maps onto it directly (`cuMemAddressReserve`, `cuMemCreate` +
 //! `cuMemMap` per committed run, `cuMemUnmap` + `cuMemRelease` per decommitted run); the host backend models it.
 //!
 //! Invariants: a page is committed whenever a live allocation touches it; `page_users[p]` counts the live
