@@ -135,6 +135,45 @@ fn commit_failures_are_clean_and_lose_nothing() {
 }
 
 #[test]
+fn randomized_peak_slack_swaps_keep_the_page_books_right() {
+    use memcarve::virtual_heap::PeakSlack;
+    // A small reservation (the checker walks every page) and no floor of spare pages, so requests often need
+    // pages given back first: placement on committed pages, the largest-runs release and the word-wide page
+    // updates all run, with the checker (pages, users, empty set, committed end) after every operation.
+    for seed in 1..=8 {
+        let config = VirtualHeapConfig::default()
+            .with_reserve_size(2 << 30)
+            .with_release(Arc::new(PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 }));
+        let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+        let mut rng = Rng::new(seed);
+        let mut live = Vec::new();
+        let mut live_bytes = 0u64;
+        for step in 0..10_000 {
+            if live.is_empty() || (live_bytes < 1 << 30 && rng.chance(50)) {
+                let desc = AllocationDesc::new("r", rng.log_uniform(1, 64 * MIB), MemoryLocation::GpuOnly);
+                let allocation =
+                    allocator.allocate(&desc).unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                live_bytes += allocation.size();
+                live.push(allocation);
+            } else {
+                let allocation = live.swap_remove(rng.below(live.len() as u64) as usize);
+                live_bytes -= allocation.size();
+                allocator.free(allocation).unwrap();
+            }
+            allocator.check().unwrap_or_else(|v| panic!("seed {seed} step {step}: {v:?}"));
+        }
+        let stats = allocator.virtual_heap_stats(1).unwrap();
+        assert!(stats.decommits > 10, "seed {seed}: pages were given back along the way: {stats:?}");
+        for allocation in live {
+            allocator.free(allocation).unwrap();
+        }
+        allocator.trim_empty_blocks();
+        allocator.check().unwrap();
+        assert_eq!(device.counters().committed_bytes, 0, "seed {seed}: every committed page came back");
+    }
+}
+
+#[test]
 fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
     let config = VirtualHeapConfig::default().with_release(Arc::new(memcarve::virtual_heap::PeakSlack {
         slack: 0.03,
