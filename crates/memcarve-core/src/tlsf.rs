@@ -461,22 +461,11 @@ impl Tlsf {
         let end = node.offset + node.size;
         let mut offset = align_up(start, alignment)?;
         if classes_meet {
-            let page = self.class_granularity;
-            // Neighbours of a free node are used nodes (free ones are always merged).
-            if node.prev_phys != NIL
-                && self.nodes[node.prev_phys as usize].class().conflicts_with(class)
-                && align_down(offset, page) < start
-            {
-                offset = align_up(offset, page)?;
+            if self.meets_previous(node, offset, class) {
+                offset = align_up(offset, self.class_granularity)?;
             }
             let alloc_end = offset.checked_add(size)?;
-            if alloc_end > end {
-                return None;
-            }
-            if node.next_phys != NIL
-                && self.nodes[node.next_phys as usize].class().conflicts_with(class)
-                && alloc_end > align_down(end, page)
-            {
+            if alloc_end > end || self.meets_next(node, alloc_end, class) {
                 return None;
             }
             return Some(offset);
@@ -514,22 +503,27 @@ impl Tlsf {
         if alloc_end > end {
             return false;
         }
-        if classes_meet {
-            let page = self.class_granularity;
-            if node.prev_phys != NIL
-                && self.nodes[node.prev_phys as usize].class().conflicts_with(class)
-                && align_down(offset, page) < start
-            {
-                return false;
-            }
-            if node.next_phys != NIL
-                && self.nodes[node.next_phys as usize].class().conflicts_with(class)
-                && alloc_end > align_down(end, page)
-            {
-                return false;
-            }
-        }
-        true
+        !(classes_meet
+            && (self.meets_previous(node, offset, class) || self.meets_next(node, alloc_end, class)))
+    }
+
+    /// Whether a range of `class` starting at `offset` in free `node` would share a granularity page with the
+    /// used range before the node, of a conflicting class. (Neighbours of a free node are used nodes: free ones
+    /// are always merged.)
+    #[inline(always)]
+    fn meets_previous(&self, node: &Node, offset: u64, class: ResourceClass) -> bool {
+        node.prev_phys != NIL
+            && self.nodes[node.prev_phys as usize].class().conflicts_with(class)
+            && align_down(offset, self.class_granularity) < node.offset
+    }
+
+    /// Whether a range of `class` ending at `alloc_end` in free `node` would share a granularity page with the
+    /// used range after the node, of a conflicting class.
+    #[inline(always)]
+    fn meets_next(&self, node: &Node, alloc_end: u64, class: ResourceClass) -> bool {
+        node.next_phys != NIL
+            && self.nodes[node.next_phys as usize].class().conflicts_with(class)
+            && alloc_end > align_down(node.offset + node.size, self.class_granularity)
     }
 
     /// Allocates `size` bytes at `alignment` for `class`.
@@ -650,11 +644,28 @@ impl Tlsf {
         class: ResourceClass,
         classes_meet: bool,
     ) -> Option<(u32, Bin, u64)> {
+        self.find_free(bin, usize::MAX, |index| self.fit(index, asize, alignment_eff, class, classes_meet))
+    }
+
+    /// Walks the free ranges from `bin` up, smallest bins first, and returns the first whose `pick` gives a start
+    /// offset, with its bin; `None` when there is none or after `limit` ranges.
+    #[inline]
+    fn find_free(
+        &self,
+        bin: Bin,
+        limit: usize,
+        mut pick: impl FnMut(u32) -> Option<u64>,
+    ) -> Option<(u32, Bin, u64)> {
+        let mut left = limit;
         let mut next_bin = Some(bin);
         while let Some(bin) = next_bin.and_then(|bin| self.free.non_empty_from(bin)) {
             let mut index = self.free.head(bin);
             while index != NIL {
-                if let Some(offset) = self.fit(index, asize, alignment_eff, class, classes_meet) {
+                if left == 0 {
+                    return None;
+                }
+                left -= 1;
+                if let Some(offset) = pick(index) {
                     return Some((index, bin, offset));
                 }
                 index = self.nodes[index as usize].next_free;
@@ -685,26 +696,12 @@ impl Tlsf {
         let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
         let alignment_eff = alignment.max(granularity);
         let classes_meet = self.classes_meet(class);
-        let mut left = limit;
-        let mut next_bin = Some(bin_of(asize >> self.granularity_shift));
-        while let Some(bin) = next_bin.and_then(|bin| self.free.non_empty_from(bin)) {
-            let mut index = self.free.head(bin);
-            while index != NIL {
-                if left == 0 {
-                    return Ok(None);
-                }
-                left -= 1;
-                let node = &self.nodes[index as usize];
-                if let Some(offset) = place(node.offset, node.size)
-                    && self.fit_at(index, offset, asize, alignment_eff, class, classes_meet)
-                {
-                    return Ok(Some(self.take(index, bin, offset, asize, alignment, class)));
-                }
-                index = self.nodes[index as usize].next_free;
-            }
-            next_bin = bin_after(bin);
-        }
-        Ok(None)
+        let found = self.find_free(bin_of(asize >> self.granularity_shift), limit, |index| {
+            let node = &self.nodes[index as usize];
+            place(node.offset, node.size)
+                .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))
+        });
+        Ok(found.map(|(index, bin, offset)| self.take(index, bin, offset, asize, alignment, class)))
     }
 
     /// Carves `[offset, offset + size)` out of free node `index`, which is in `bin`. Padding in front becomes a
