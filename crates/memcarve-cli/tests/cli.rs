@@ -29,24 +29,31 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// `memcarve replay ARGS --json FILE TRACES...`, which must succeed: its stdout and the JSON rows.
+fn replay_json(args: &[&str], traces: &[&str]) -> (String, Vec<serde_json::Value>) {
+    // Tests run in parallel: each call writes its own file.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let json = temp(&format!("replay-{call}.json"));
+    let mut command = memcarve();
+    command.arg("replay").args(args).arg("--json").arg(&json);
+    for name in traces {
+        command.arg(trace(name));
+    }
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (String::from_utf8(output.stdout).unwrap(), value["traces"].as_array().unwrap().clone())
+}
+
 #[test]
 fn replay_prints_one_row_per_policy_and_writes_json() {
-    let json = temp("out.json");
-    let output = memcarve()
-        .args(["replay", "--policy", "all", "--json"])
-        .arg(&json)
-        .arg(trace("resnet50_train.pickle.gz"))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let (stdout, traces) = replay_json(&["--policy", "all"], &["resnet50_train.pickle.gz"]);
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("resnet50_train")).collect();
     let policies = memcarve_policy_count();
     assert_eq!(rows.len(), policies, "{stdout}");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let traces = json["traces"].as_array().unwrap();
     assert_eq!(traces.len(), policies);
-    for row in traces {
+    for row in &traces {
         assert_eq!(row["allocations"], 3552);
         assert_eq!(row["pytorch_segment_ops"], 122);
         let overhead = row["overhead"].as_f64().unwrap();
@@ -184,16 +191,8 @@ fn config_file_becomes_a_policy() {
 /// and makes at most 1.5 × PyTorch's segment operations (122).
 #[test]
 fn default_policy_stays_within_memory_and_driver_call_bounds_on_resnet50() {
-    let json = temp("bounds.json");
-    let output = memcarve()
-        .args(["replay", "--json"])
-        .arg(&json)
-        .arg(trace("resnet50_train.pickle.gz"))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let row = &json["traces"][0];
+    let (_, rows) = replay_json(&[], &["resnet50_train.pickle.gz"]);
+    let row = &rows[0];
     assert_eq!(row["policy"], "vmm");
     let overhead = row["overhead"].as_f64().unwrap();
     let driver_ops = row["driver_ops"].as_u64().unwrap();
@@ -217,18 +216,10 @@ fn default_policy_meets_the_goal_where_it_did_and_keeps_the_rest_from_regressing
         "vit_train_amp.pickle.gz",
     ];
     let ceilings = [("bert_infer.pickle.gz", 306), ("unet_denoise.pickle.gz", 307)];
-    let json = temp("goal.json");
-    let mut command = memcarve();
-    command.args(["replay", "--json"]).arg(&json);
-    for name in met.iter().chain(ceilings.iter().map(|(name, _)| name)) {
-        command.arg(trace(name));
-    }
-    let output = command.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let rows = json["traces"].as_array().unwrap();
-    assert_eq!(rows.len(), met.len() + ceilings.len());
-    for row in rows {
+    let traces: Vec<&str> = met.iter().copied().chain(ceilings.iter().map(|&(name, _)| name)).collect();
+    let (_, rows) = replay_json(&[], &traces);
+    assert_eq!(rows.len(), traces.len());
+    for row in &rows {
         let name = row["name"].as_str().unwrap();
         let overhead = row["overhead"].as_f64().unwrap();
         let driver_ops = row["driver_ops"].as_u64().unwrap();
