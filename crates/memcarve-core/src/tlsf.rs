@@ -704,6 +704,38 @@ impl Tlsf {
         Ok(found.map(|(index, bin, offset)| self.take(index, bin, offset, asize, alignment, class)))
     }
 
+    /// Like [`Tlsf::allocate_where`], but shows `place` only the last range by address, when it is free: O(1).
+    /// For callers that keep the end of the capacity for fresh ranges (a virtual heap placing a request on
+    /// address pages it has never mapped).
+    pub fn allocate_at_end_where(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        place: impl FnOnce(u64, u64) -> Option<u64>,
+    ) -> Result<Option<UsedRange>, Error> {
+        validate_request(size, alignment, self.capacity)?;
+        if !self.can_take_slots(2) {
+            return Err(Error::TooManyAllocations);
+        }
+        let index = self.last_phys;
+        if index == NIL || !self.nodes[index as usize].is_free() {
+            return Ok(None);
+        }
+        let granularity = self.min_granularity();
+        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
+        let alignment_eff = alignment.max(granularity);
+        let classes_meet = self.classes_meet(class);
+        let node = &self.nodes[index as usize];
+        let Some(offset) = place(node.offset, node.size)
+            .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))
+        else {
+            return Ok(None);
+        };
+        let bin = bin_of(node.size >> self.granularity_shift);
+        Ok(Some(self.take(index, bin, offset, asize, alignment, class)))
+    }
+
     /// Carves `[offset, offset + size)` out of free node `index`, which is in `bin`. Padding in front becomes a
     /// free node of its own; a tail, if any, stays in `index` (often in the same bin, which then needs no list
     /// update).

@@ -158,6 +158,19 @@ impl<T> VirtualBlock<T> {
         Ok(range.map(|range| self.adopt(range, size, None)))
     }
 
+    /// Like [`VirtualBlock::allocate_where`], but shows `place` only the last free range by address, and only
+    /// when it reaches the end of the capacity: O(1). `Ok(None)` when `place` declines or the end is in use.
+    pub fn allocate_at_end_where(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        place: impl FnOnce(u64, u64) -> Option<u64>,
+    ) -> Result<Option<Allocation>, Error> {
+        let range = self.tlsf.allocate_at_end_where(size, alignment, class, place)?;
+        Ok(range.map(|range| self.adopt(range, size, None)))
+    }
+
     #[inline]
     fn allocate_inner(
         &mut self,
@@ -367,6 +380,40 @@ mod tests {
         block.check().unwrap();
         block.free(placed.handle).unwrap();
         block.free(fence).unwrap();
+        assert_eq!(block.stats().largest_free_range, 1 << 16);
+    }
+
+    #[test]
+    fn allocate_at_end_where_shows_only_the_last_free_range() {
+        let mut block = VirtualBlock::<()>::new(1 << 16).unwrap();
+        let low = block.allocate(1024, 1, Buffer).unwrap();
+        let fence = block.allocate(1024, 1, Buffer).unwrap();
+        block.free(low).unwrap();
+        // Free ranges: [0, 1024) and [2048, 65536); only the second reaches the end.
+        let mut shown = None;
+        let placed = block
+            .allocate_at_end_where(4096, 4096, Buffer, |offset, size| {
+                shown = Some((offset, size));
+                Some(offset.max(8192))
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!((placed.offset, shown), (8192, Some((2048, (1 << 16) - 2048))));
+        block.check().unwrap();
+        // A position that does not hold the request, or a declined range, takes nothing.
+        let before = block.stats();
+        assert_eq!(block.allocate_at_end_where(1024, 1, Buffer, |o, s| Some(o + s - 512)).unwrap(), None);
+        assert_eq!(block.allocate_at_end_where(1024, 1, Buffer, |_, _| None).unwrap(), None);
+        assert_eq!(block.allocate_at_end_where(0, 1, Buffer, |o, _| Some(o)), Err(Error::ZeroSize));
+        assert_eq!(block.stats(), before);
+        // With the end in use, nothing is shown.
+        let tail = block.allocate_at_end_where(1024, 1, Buffer, |o, s| Some(o + s - 1024)).unwrap().unwrap();
+        assert_eq!(tail.offset, (1 << 16) - 1024);
+        assert_eq!(block.allocate_at_end_where(512, 1, Buffer, |o, _| Some(o)).unwrap(), None);
+        for handle in [placed.handle, fence.handle, tail.handle] {
+            block.free(handle).unwrap();
+        }
+        block.check().unwrap();
         assert_eq!(block.stats().largest_free_range, 1 << 16);
     }
 

@@ -14,13 +14,14 @@ enum Op {
         alignment_log2: u32,
         class: u8,
     },
-    /// `allocate_where` answering `shift` bytes into each range shown (often a position that does not hold the
-    /// request: misaligned, or running past the range).
+    /// `allocate_where` (or, `at_end`, `allocate_at_end_where`) answering `shift` bytes into each range shown
+    /// (often a position that does not hold the request: misaligned, or running past the range).
     AllocateWhere {
         size: u64,
         alignment_log2: u32,
         class: u8,
         shift: u64,
+        at_end: bool,
     },
     Free {
         index: usize,
@@ -38,9 +39,11 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (1u64..5000, 0u32..10, 0u8..4)
             .prop_map(|(size, alignment_log2, class)| Op::Allocate { size, alignment_log2, class }),
-        2 => (1u64..5000, 0u32..10, 0u8..4, 0u64..3000).prop_map(|(size, alignment_log2, class, shift)| {
-            Op::AllocateWhere { size, alignment_log2, class, shift }
-        }),
+        2 => (1u64..5000, 0u32..10, 0u8..4, 0u64..3000, any::<bool>()).prop_map(
+            |(size, alignment_log2, class, shift, at_end)| {
+                Op::AllocateWhere { size, alignment_log2, class, shift, at_end }
+            }
+        ),
         4 => any::<usize>().prop_map(|index| Op::Free { index }),
         1 => any::<usize>().prop_map(|index| Op::FreeAgain { index }),
         1 => (1u64..4096).prop_map(|extra| Op::Grow { extra }),
@@ -130,17 +133,25 @@ fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64) {
                     Err(other) => panic!("unexpected {other:?}"),
                 }
             }
-            Op::AllocateWhere { size, alignment_log2, class, shift } => {
+            Op::AllocateWhere { size, alignment_log2, class, shift, at_end } => {
                 let class = ResourceClass::from_u8(class).unwrap();
                 let alignment = 1u64 << alignment_log2;
                 let mut shown = Vec::new();
-                let placed = block.allocate_where(size, alignment, class, 4, |offset, len| {
+                let mut answer = |offset, len| {
                     shown.push((offset, offset + len));
                     Some(offset + shift)
-                });
-                assert!(shown.len() <= 4);
+                };
+                let placed = if at_end {
+                    block.allocate_at_end_where(size, alignment, class, answer)
+                } else {
+                    block.allocate_where(size, alignment, class, 4, &mut answer)
+                };
+                assert!(shown.len() <= if at_end { 1 } else { 4 });
                 let gaps = model.gaps(block.capacity());
                 assert!(shown.iter().all(|range| gaps.contains(range)), "only free ranges are shown");
+                if at_end {
+                    assert!(shown.iter().all(|&(_, end)| end == block.capacity()), "only the last range");
+                }
                 match placed {
                     Ok(Some(a)) => {
                         assert_eq!(a.offset % alignment, 0);
