@@ -79,10 +79,14 @@ fn placement_log_checks_out_independently() {
     let text = std::fs::read_to_string(&log).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("event,id,offset,size"));
-    // Mapped memory by page (the simulated H200's 2 MiB virtual-memory granularity): a run may be unmapped in
-    // parts, so pages, not runs, are what must match.
+    // Mapped addresses by page (the simulated H200's 2 MiB virtual-memory granularity): a run may be unmapped
+    // in parts, so pages, not runs, are what must match. Each mapped page shows a physical page (`pages`
+    // lines); committed memory is the physical pages shown at one address or more.
     const PAGE: u64 = 2 << 20;
-    let mut mapped: BTreeSet<u64> = BTreeSet::new();
+    let mut shows: BTreeMap<u64, u64> = BTreeMap::new(); // address page -> physical page
+    let mut mappings: BTreeMap<u64, u64> = BTreeMap::new(); // physical page -> addresses showing it
+    let mut users: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // physical page -> (address page, users)
+    let mut unassigned: BTreeSet<u64> = BTreeSet::new(); // mapped pages whose `pages` line is still to come
     let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     let mut by_id: BTreeMap<u64, u64> = BTreeMap::new();
     let (mut ops, mut peak) = (0u64, 0u64);
@@ -92,23 +96,39 @@ fn placement_log_checks_out_independently() {
         match fields[0] {
             "map" => {
                 let (offset, size) = (number(2), number(3));
-                assert!(offset % PAGE == 0 && size % PAGE == 0);
+                assert!(offset % PAGE == 0 && size % PAGE == 0 && unassigned.is_empty());
                 for page in (offset..offset + size).step_by(PAGE as usize) {
-                    assert!(mapped.insert(page), "page {page} mapped twice");
+                    assert!(
+                        !shows.contains_key(&page) && unassigned.insert(page),
+                        "page {page} mapped twice"
+                    );
                 }
                 ops += 1;
-                peak = peak.max(mapped.len() as u64 * PAGE);
+            }
+            "pages" => {
+                let (first, offset, count) = (number(1), number(2), number(3));
+                for index in 0..count {
+                    let page = offset + index * PAGE;
+                    assert!(unassigned.remove(&page), "pages line for page {page}, not just mapped");
+                    shows.insert(page, first + index);
+                    *mappings.entry(first + index).or_default() += 1;
+                }
+                peak = peak.max(mappings.len() as u64 * PAGE);
             }
             "unmap" => {
                 let (offset, size) = (number(2), number(3));
                 for page in (offset..offset + size).step_by(PAGE as usize) {
-                    assert!(mapped.remove(&page), "page {page} unmapped while not mapped");
+                    let physical = shows.remove(&page).expect("unmapped while not mapped");
+                    let count = mappings.get_mut(&physical).unwrap();
+                    *count -= 1;
+                    if *count == 0 {
+                        mappings.remove(&physical);
+                    }
+                    assert!(
+                        users.get(&physical).is_none_or(|&(at, _)| at != page),
+                        "unmapped under a live allocation"
+                    );
                 }
-                let under = live.range(..offset + size).next_back();
-                assert!(
-                    under.is_none_or(|(&o, &(s, _))| o + s <= offset),
-                    "unmapped under a live allocation"
-                );
                 ops += 1;
             }
             "alloc" => {
@@ -117,14 +137,30 @@ fn placement_log_checks_out_independently() {
                     assert!(o + s <= offset, "allocation {id} overlaps a live one");
                 }
                 for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
-                    assert!(mapped.contains(&page), "allocation {id} lies on unmapped page {page}");
+                    let physical = *shows
+                        .get(&page)
+                        .unwrap_or_else(|| panic!("allocation {id} on unmapped page {page}"));
+                    let user = users.entry(physical).or_insert((page, 0));
+                    assert_eq!(
+                        user.0, page,
+                        "allocation {id} shares physical page {physical} with another address"
+                    );
+                    user.1 += 1;
                 }
                 live.insert(offset, (size, id));
                 by_id.insert(id, offset);
             }
             "free" => {
                 let offset = by_id.remove(&number(1)).unwrap();
-                live.remove(&offset);
+                let (size, _) = live.remove(&offset).unwrap();
+                for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
+                    let physical = shows[&page];
+                    let user = users.get_mut(&physical).unwrap();
+                    user.1 -= 1;
+                    if user.1 == 0 {
+                        users.remove(&physical);
+                    }
+                }
             }
             other => panic!("unknown event {other}"),
         }

@@ -109,6 +109,11 @@ impl ReplayResult {
     }
 }
 
+/// Pages in runs of physical pages.
+fn pages(runs: &[(u32, u32)]) -> u64 {
+    runs.iter().map(|&(_, count)| u64::from(count)).sum()
+}
+
 /// One line of a placement log (see [`Replayer::with_placements`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -140,6 +145,17 @@ pub enum Placement {
         /// Bytes.
         size: u64,
     },
+    /// `pages,<first>,<offset>,<count>`: after a `map` of the virtual heap, `count` pages from `offset` on show
+    /// physical pages `first`, `first + 1`, …; a physical page may show at several addresses, and lives while
+    /// it is mapped at one (committed bytes count physical pages, not mapped addresses).
+    Pages {
+        /// First physical page id.
+        first: u32,
+        /// Address of the first page.
+        offset: u64,
+        /// Pages.
+        count: u32,
+    },
 }
 
 impl std::fmt::Display for Placement {
@@ -149,6 +165,7 @@ impl std::fmt::Display for Placement {
             Placement::Free { id } => write!(f, "free,{id},,"),
             Placement::Map { offset, size } => write!(f, "map,,{offset},{size}"),
             Placement::Unmap { offset, size } => write!(f, "unmap,,{offset},{size}"),
+            Placement::Pages { first, offset, count } => write!(f, "pages,{first},{offset},{count}"),
         }
     }
 }
@@ -347,11 +364,20 @@ impl Replayer {
 
     fn log_pages(&mut self) {
         for memory_type in 0..self.allocator.memory_properties().types.len() as u32 {
-            for event in self.allocator.take_page_events(memory_type) {
-                self.emit(match event {
-                    PageEvent::Commit { offset, size } => Placement::Map { offset, size },
-                    PageEvent::Decommit { offset, size } => Placement::Unmap { offset, size },
-                });
+            for record in self.allocator.take_page_events(memory_type) {
+                match record.event {
+                    PageEvent::Commit { offset, size } => {
+                        self.emit(Placement::Map { offset, size });
+                        let page =
+                            if record.physical.is_empty() { 0 } else { size / pages(&record.physical) };
+                        let mut at = offset;
+                        for (first, count) in record.physical {
+                            self.emit(Placement::Pages { first, offset: at, count });
+                            at += u64::from(count) * page;
+                        }
+                    }
+                    PageEvent::Decommit { offset, size } => self.emit(Placement::Unmap { offset, size }),
+                }
             }
         }
     }
@@ -558,16 +584,21 @@ mod tests {
     }
 
     /// Every policy's placement log, blocks included, describes memory consistently: live allocations lie
-    /// in mapped ranges and never overlap, maps never overlap, unmaps remove what was mapped, and the mapped
-    /// bytes after each event are the device's committed bytes.
+    /// in mapped ranges and never overlap, neither in addresses nor in the physical pages behind them, maps never
+    /// overlap, unmaps remove what was mapped, and the committed bytes recounted from it (blocks, and physical
+    /// pages mapped at one address or more) are the device's after each event.
     #[test]
     fn placement_logs_are_consistent_for_every_policy() {
+        const PAGE: u64 = 2 << 20;
         let events = events();
         for policy in policies() {
             let (result, placements, samples) = observe(&policy, &events);
             let mut mapped: BTreeMap<u64, u64> = BTreeMap::new(); // start -> size, as mapped
             let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // offset -> (size, id)
             let mut by_id: HashMap<u64, u64> = HashMap::new();
+            let mut shows: HashMap<u64, u32> = HashMap::new(); // address page -> physical page
+            let mut mappings: HashMap<u32, u32> = HashMap::new(); // physical page -> addresses showing it
+            let mut users: HashMap<u32, (u64, u32)> = HashMap::new(); // physical page -> (address page, users)
             let (mut committed, mut peak) = (0u64, 0u64);
             for placement in &placements {
                 match *placement {
@@ -576,8 +607,20 @@ mod tests {
                             mapped.range(..offset + size).next_back().is_some_and(|(&s, &z)| s + z > offset);
                         assert!(!overlaps, "{}: {placement}", policy.name);
                         mapped.insert(offset, size);
+                        // New memory unless `pages` lines say the physical pages are mapped elsewhere already.
                         committed += size;
-                        peak = peak.max(committed);
+                    }
+                    Placement::Pages { first, offset, count } => {
+                        for index in 0..u64::from(count) {
+                            let (page, id) = (offset + index * PAGE, first + index as u32);
+                            assert!(covered(&mapped, page, page + PAGE), "{}: {placement}", policy.name);
+                            assert!(shows.insert(page, id).is_none(), "{}: {placement}", policy.name);
+                            let count = mappings.entry(id).or_default();
+                            if *count > 0 {
+                                committed -= PAGE;
+                            }
+                            *count += 1;
+                        }
                     }
                     Placement::Unmap { offset, size } => {
                         // Page runs are unmapped in parts, or several at once: cut out what was asked.
@@ -599,6 +642,16 @@ mod tests {
                             }
                         }
                         committed -= size;
+                        for page in (offset..end).step_by(PAGE as usize) {
+                            if let Some(id) = shows.remove(&page) {
+                                let count = mappings.get_mut(&id).unwrap();
+                                *count -= 1;
+                                if *count > 0 {
+                                    committed += PAGE; // still mapped elsewhere: not given back
+                                }
+                                assert!(users.get(&id).is_none_or(|&(at, _)| at != page), "{}", policy.name);
+                            }
+                        }
                     }
                     Placement::Alloc { id, offset, size } => {
                         assert!(
@@ -611,12 +664,32 @@ mod tests {
                             .next_back()
                             .is_some_and(|(&o, &(z, _))| o + z > offset);
                         assert!(!overlaps, "{}: {placement} overlaps", policy.name);
+                        for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
+                            if let Some(&physical) = shows.get(&page) {
+                                let entry = users.entry(physical).or_insert((page, 0));
+                                assert_eq!(entry.0, page, "{}: {placement} shares memory", policy.name);
+                                entry.1 += 1;
+                            }
+                        }
                         live.insert(offset, (size, id));
                         by_id.insert(id, offset);
                     }
                     Placement::Free { id } => {
-                        live.remove(&by_id.remove(&id).unwrap());
+                        let offset = by_id.remove(&id).unwrap();
+                        let (size, _) = live.remove(&offset).unwrap();
+                        for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
+                            if let Some(physical) = shows.get(&page) {
+                                let entry = users.get_mut(physical).unwrap();
+                                entry.1 -= 1;
+                                if entry.1 == 0 {
+                                    users.remove(physical);
+                                }
+                            }
+                        }
                     }
+                }
+                if !matches!(placement, Placement::Map { .. }) {
+                    peak = peak.max(committed);
                 }
             }
             assert_eq!(peak, result.peak_committed_bytes, "{}", policy.name);

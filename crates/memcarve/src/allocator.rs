@@ -27,7 +27,7 @@ use crate::policy::{
 };
 use crate::pool::{Placement, Pool};
 use crate::report::{BlockReport, RangeReport};
-use crate::virtual_heap::{PageEvent, VirtualHeap, VirtualHeapConfig, VirtualHeapStats};
+use crate::virtual_heap::{PageEvent, PageRecord, VirtualHeap, VirtualHeapConfig, VirtualHeapStats};
 
 const MIB: u64 = 1 << 20;
 
@@ -1030,7 +1030,9 @@ impl<D: Device> Allocator<D> {
         if slot.is_none() {
             let heap_size =
                 self.properties.heaps.get(self.heap_of(memory_type) as usize).map_or(0, |h| h.size);
-            let size = config.reserve_size.unwrap_or(heap_size);
+            let size = config
+                .reserve_size
+                .unwrap_or(heap_size.saturating_mul(VirtualHeapConfig::ADDRESS_SPACE_PER_HEAP_BYTE));
             let mut heap =
                 VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?;
             heap.record_events(self.record_pages.load(Ordering::Relaxed));
@@ -1116,8 +1118,9 @@ impl<D: Device> Allocator<D> {
         }
     }
 
-    /// Commit and decommit events of a memory type's virtual heap since the last call (recording must be on).
-    pub fn take_page_events(&self, memory_type: u32) -> Vec<PageEvent> {
+    /// Map and unmap events of a memory type's virtual heap since the last call, with the physical pages of each
+    /// mapping (recording must be on).
+    pub fn take_page_events(&self, memory_type: u32) -> Vec<PageRecord> {
         self.heaps
             .get(memory_type as usize)
             .and_then(|heap| lock(heap).as_mut().map(VirtualHeap::take_events))

@@ -248,23 +248,27 @@ pub unsafe trait Device: Send + Sync {
     }
 }
 
-/// Devices that can reserve an address range once and commit or decommit physical memory inside it (CUDA's
-/// `cuMemAddressReserve` / `cuMemCreate` + `cuMemMap` / `cuMemUnmap` + `cuMemRelease`; the host backend models
-/// it). Each commit or decommit call covers one contiguous run of pages and counts as one driver operation.
+/// Devices that can reserve an address range once and map physical pages into it, one physical page at several
+/// addresses if asked (CUDA's `cuMemAddressReserve` / `cuMemCreate` + `cuMemMap` + `cuMemSetAccess` /
+/// `cuMemUnmap` + `cuMemRelease`, with one physical allocation per page; the host backend models it). Physical
+/// pages are named by the caller: ids below the reservation's page count. A physical page lives while it is
+/// mapped somewhere: the first map creates it, the unmap of its last mapping frees it. Each map or unmap call
+/// covers one contiguous range of addresses and counts as one driver operation.
 ///
 /// # Safety
 ///
-/// Implementors promise that committed pages of a reservation are valid device memory of the reservation's
-/// memory type until they are decommitted or the reservation is released, and that distinct reservations do
-/// not overlap.
+/// Implementors promise that a mapped page of a reservation is valid device memory of the reservation's memory
+/// type until it is unmapped or the reservation is released; that the pages mapped to one physical page show
+/// the same memory and those mapped to distinct physical pages never share any; and that distinct reservations
+/// do not overlap.
 pub unsafe trait VirtualMemory: Send + Sync {
     /// The backend's handle for one reserved address range.
     type Reservation: Send + Sync;
 
-    /// Commit granularity (page size) for `memory_type`, a power of two; None if the type has no virtual memory.
+    /// Page size for `memory_type`, a power of two; None if the type has no virtual memory.
     fn granularity(&self, memory_type: u32) -> Option<u64>;
 
-    /// Reserves `size` bytes of address space for `memory_type` (a multiple of the granularity). Commits nothing.
+    /// Reserves `size` bytes of address space for `memory_type` (a multiple of the granularity). Maps nothing.
     ///
     /// # Safety
     ///
@@ -275,27 +279,32 @@ pub unsafe trait VirtualMemory: Send + Sync {
     ///
     /// # Safety
     ///
-    /// 1. `reservation` came from this device and is released once, with nothing committed in it.
+    /// 1. `reservation` came from this device and is released once, with nothing mapped in it.
     unsafe fn release(&self, reservation: Self::Reservation);
 
-    /// Commits physical memory to `[offset, offset + size)` of a reservation: one driver operation.
+    /// Maps the `pages.len()` pages from `offset` on: page `i` onto physical page `pages[i]`. A physical page
+    /// that is not alive is created for it (new memory, counted against the heap); one that is alive is shared,
+    /// and its memory then shows at each of its pages. One driver operation. On error nothing is mapped or
+    /// created.
     ///
     /// # Safety
     ///
-    /// 1. The range is granularity-aligned, inside the reservation, and not committed.
-    unsafe fn commit(
+    /// 1. `offset` is granularity-aligned, the pages lie inside the reservation and none of them is mapped.
+    /// 2. Every id is below the reservation's page count, and none appears twice in `pages`.
+    unsafe fn map_pages(
         &self,
         reservation: &Self::Reservation,
         offset: u64,
-        size: u64,
+        pages: &[u32],
     ) -> Result<(), DeviceError>;
 
-    /// Returns the physical memory of `[offset, offset + size)` to the device: one driver operation.
+    /// Unmaps `[offset, offset + size)`: one driver operation. Physical pages left mapped nowhere are freed.
     ///
     /// # Safety
     ///
-    /// 1. The range is granularity-aligned, inside the reservation, fully committed, and nothing uses it.
-    unsafe fn decommit(&self, reservation: &Self::Reservation, offset: u64, size: u64);
+    /// 1. The range is granularity-aligned, inside the reservation, wholly mapped, and nothing uses the memory
+    ///    of a physical page this frees.
+    unsafe fn unmap_pages(&self, reservation: &Self::Reservation, offset: u64, size: u64);
 
     /// The host address of a reservation's start, where host access is possible (host memory); None otherwise.
     fn host_address(&self, reservation: &Self::Reservation) -> Option<NonNull<u8>>;
@@ -322,16 +331,16 @@ unsafe impl VirtualMemory for NoVirtualMemory {
         match reservation {}
     }
 
-    unsafe fn commit(
+    unsafe fn map_pages(
         &self,
         reservation: &Self::Reservation,
         _offset: u64,
-        _size: u64,
+        _pages: &[u32],
     ) -> Result<(), DeviceError> {
         match *reservation {}
     }
 
-    unsafe fn decommit(&self, reservation: &Self::Reservation, _offset: u64, _size: u64) {
+    unsafe fn unmap_pages(&self, reservation: &Self::Reservation, _offset: u64, _size: u64) {
         match *reservation {}
     }
 

@@ -1,12 +1,18 @@
 //! The virtual heap: for devices with [`VirtualMemory`], one address range per memory type, reserved once and
-//! carved by the core's TLSF, with physical pages committed when allocations first touch them and decommitted
-//! by a pluggable release policy. A request whose good fit would need new pages is placed on committed pages
-//! when a bounded search finds room there; spare pages given back before a commit go largest runs first. CUDA maps onto it directly (`cuMemAddressReserve`, `cuMemCreate` +
-//! `cuMemMap` per committed run, `cuMemUnmap` + `cuMemRelease` per decommitted run); the host backend models it.
+//! carved by the core's TLSF, with physical pages mapped when allocations first touch them and given back by a
+//! pluggable release policy. Physical pages are named by the heap and may show at several addresses: a free
+//! physical page stays mapped where it was and can be mapped again elsewhere, so a request that finds no ready
+//! pages where TLSF puts it gets the free physical pages mapped once more at fresh addresses (one driver call,
+//! no new memory) instead of pages being unmapped in one place and mapped in another. CUDA maps onto it
+//! directly (`cuMemAddressReserve`; a physical allocation per page, `cuMemCreate` for new ones, `cuMemMap` +
+//! `cuMemSetAccess` per mapped range; `cuMemUnmap` per unmapped range, `cuMemRelease` of a page when it is mapped
+//! nowhere); the host backend models it, in real mode with a memory file mapped shared.
 //!
-//! Invariants: a page is committed whenever a live allocation touches it; `page_users[p]` counts the live
-//! allocations touching page `p`; `empty_pages` (a bitmap) holds exactly the committed pages with no user; every commit or
-//! decommit call covers one contiguous run of pages and counts as one driver operation.
+//! Invariants: every page a live allocation touches is mapped, and its physical page's owner is that address
+//! page (so two live allocations never share memory through different addresses); `page_users[p]` counts the
+//! live allocations touching page `p`; a physical page is alive exactly while it is mapped somewhere, and free
+//! exactly while it has no owner; every map or unmap call covers one contiguous range of addresses and counts as
+//! one driver operation.
 
 use std::fmt;
 use std::sync::Arc;
@@ -37,21 +43,24 @@ pub struct HeapState {
 /// Decides how much empty committed memory a virtual heap keeps after a free. Keeping some avoids paying the
 /// driver again when the memory is reused soon; keeping too much wastes it.
 pub trait ReleasePolicy: Send + Sync + fmt::Debug {
-    /// Bytes of empty committed pages to keep; pages beyond that are decommitted.
+    /// Bytes of free physical pages to keep; pages beyond that are given back (unmapped wherever they show).
     fn retained_bytes(&self, state: &HeapState) -> u64;
 
-    /// Extra bytes to commit beyond an allocation's last page when it needs a commit anyway (one driver call
-    /// for what would otherwise be several). Default: none.
+    /// Bytes of new physical pages to map beyond an allocation's last page when it needs a mapping anyway (one
+    /// driver call for what would otherwise be several). Default: none.
     fn commit_ahead_bytes(&self, _state: &HeapState) -> u64 {
         0
     }
 }
 
-/// Keeps committed memory within a slack of the highest live bytes seen so far: empty pages stay committed as
-/// long as `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes)`, and commits run ahead by what that budget allows (up
-/// to `max_ahead_fraction` of the committed bytes). A workload that returns to earlier peaks (training steps,
-/// generation rounds) then reuses its pages without driver calls, and peak committed stays within the slack of
-/// peak live (plus fragmentation). Online: it uses only what has happened so far.
+/// Keeps committed memory within a slack of the highest live bytes seen so far: free pages stay committed as
+/// long as `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes, peak committed
+/// so far)`, and new pages are committed ahead by what that budget allows (up to `max_ahead_fraction` of the
+/// committed bytes). A workload that returns to earlier peaks (training steps, generation rounds) then reuses its
+/// pages without driver calls, and peak committed stays within the slack of peak live (plus the pages partly
+/// used at allocations' edges). Keeping what the peak committed already held costs no memory the peak has not
+/// shown, and giving a page back costs an unmap at every address it shows at. Online: it uses only what has
+/// happened so far.
 #[derive(Debug, Clone, Copy)]
 pub struct PeakSlack {
     /// Allowed committed bytes above the peak live bytes so far, as a fraction (0.04 = 4 %).
@@ -83,7 +92,7 @@ impl PeakSlack {
 impl ReleasePolicy for PeakSlack {
     fn retained_bytes(&self, state: &HeapState) -> u64 {
         let in_use = state.committed_bytes - state.empty_bytes;
-        self.budget(state).saturating_sub(in_use)
+        self.budget(state).max(state.peak_committed_bytes).saturating_sub(in_use)
     }
 
     fn commit_ahead_bytes(&self, state: &HeapState) -> u64 {
@@ -121,7 +130,8 @@ impl ReleasePolicy for RetainEmpty {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct VirtualHeapConfig {
-    /// Address space reserved per memory type; None: the type's heap size (rounded up to the page size).
+    /// Address space reserved per memory type; None: [`VirtualHeapConfig::ADDRESS_SPACE_PER_HEAP_BYTE`] times
+    /// the type's heap size (rounded up to the page size).
     pub reserve_size: Option<u64>,
     /// Allocation granularity inside the heap (a power of two).
     pub min_granularity: u64,
@@ -141,6 +151,10 @@ impl Default for VirtualHeapConfig {
 }
 
 impl VirtualHeapConfig {
+    /// Address space reserved per byte of heap by default: the heap maps free physical pages at fresh addresses
+    /// as well as where they were, so it uses more addresses than memory, and addresses cost nothing.
+    pub const ADDRESS_SPACE_PER_HEAP_BYTE: u64 = 4;
+
     /// Sets the reserved size.
     pub fn with_reserve_size(mut self, bytes: u64) -> VirtualHeapConfig {
         self.reserve_size = Some(bytes);
@@ -179,6 +193,16 @@ pub enum PageEvent {
     },
 }
 
+/// A page event as placement logs record it: for a mapping, also the physical pages mapped, as runs of
+/// consecutive ids `(first, count)` in address order (the first run at the mapping's offset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRecord {
+    /// The event.
+    pub event: PageEvent,
+    /// Physical pages of a mapping; empty for an unmapping.
+    pub physical: Vec<(u32, u32)>,
+}
+
 /// Counters of one virtual heap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -193,6 +217,8 @@ pub struct VirtualHeapStats {
     pub peak_live_bytes: u64,
     /// Committed pages with no live allocation.
     pub empty_bytes: u64,
+    /// Address space mapped: a physical page mapped at several addresses counts at each.
+    pub mapped_bytes: u64,
     /// Commit calls (one contiguous run each).
     pub commits: u64,
     /// Decommit calls (one contiguous run each).
@@ -201,89 +227,143 @@ pub struct VirtualHeapStats {
     pub allocations: u64,
 }
 
-/// A set of page indices as a bitmap, with the highest member found by scanning down from a hint: inserting
-/// and removing are O(1), which matters when a large allocation covers hundreds of pages.
-#[derive(Debug, Clone)]
-struct PageSet {
-    words: Vec<u64>,
-    /// No word above this index has a bit set.
-    top: usize,
+const NIL: u32 = u32::MAX;
+
+/// Free physical pages a mapping for a request also maps after it, per page of the request: the next requests
+/// find ready pages there (PyTorch's pattern of a layer's tensors allocated one after another), and a bound keeps
+/// the addresses each mapping uses in proportion to the request.
+const AHEAD_ALIASES_PER_PAGE: u64 = 4;
+
+/// The physical pages of a heap, named by ids: which address page uses each, which are free (alive, used by
+/// none; least recently freed first), and at which address pages each is mapped. A physical page is alive while
+/// it is mapped somewhere, as the device keeps it.
+#[derive(Debug, Clone, Default)]
+struct PhysicalPages {
+    /// Per id (one cache line holds all of an id's fields: the heap touches them together).
+    ids: Vec<PhysicalPage>,
+    /// Free pages, least recently freed first, with stale entries (pages used or dead since) skipped when met;
+    /// at most one entry per id (`queued`).
+    free_queue: std::collections::VecDeque<u32>,
+    free_count: u64,
+    alive: u64,
+    /// Ids below `ids.len()` that are not alive, for reuse.
+    spare_ids: Vec<u32>,
+    epoch: u32,
 }
 
-impl PageSet {
-    fn new(pages: usize) -> PageSet {
-        PageSet { words: vec![0; pages.div_ceil(64)], top: 0 }
+/// What the heap knows of one physical page.
+#[derive(Debug, Clone, Copy)]
+struct PhysicalPage {
+    /// The address page using it, plus one (0: free).
+    owner: u32,
+    /// Address pages it is mapped at (0: not alive).
+    mappings: u32,
+    /// The first address page of its list of mappings (NIL: none); the list continues in
+    /// `VirtualHeap::next_alias`.
+    first_alias: u32,
+    /// Whether `free_queue` holds an entry for it.
+    queued: bool,
+    /// The epoch of the last range check that saw it, to find two pages of one range mapped to one id.
+    stamp: u32,
+}
+
+impl PhysicalPages {
+    fn new() -> PhysicalPages {
+        PhysicalPages::default()
     }
 
-    fn insert(&mut self, page: usize) {
-        self.words[page / 64] |= 1 << (page % 64);
-        self.top = self.top.max(page / 64);
+    /// An id for a new physical page (not alive yet, not free).
+    fn new_id(&mut self) -> u32 {
+        if let Some(id) = self.spare_ids.pop() {
+            return id;
+        }
+        let id = self.ids.len() as u32;
+        self.ids.push(PhysicalPage { owner: 0, mappings: 0, first_alias: NIL, queued: false, stamp: 0 });
+        id
     }
 
-    fn remove(&mut self, page: usize) {
-        self.words[page / 64] &= !(1 << (page % 64));
-    }
-
-    /// Calls `apply(word index, mask)` for the words covering pages `first..=last`.
-    fn for_words(first: usize, last: usize, mut apply: impl FnMut(usize, u64)) {
-        for word in first / 64..=last / 64 {
-            let low = if word == first / 64 { first % 64 } else { 0 };
-            let high = if word == last / 64 { last % 64 } else { 63 };
-            apply(word, (u64::MAX >> (63 - high)) & (u64::MAX << low));
+    /// Counts page `id` (alive) as free, queued behind the others unless an older entry of it is still queued.
+    fn push_free(&mut self, id: u32) {
+        self.free_count += 1;
+        let page = &mut self.ids[id as usize];
+        if !page.queued {
+            page.queued = true;
+            self.free_queue.push_back(id);
         }
     }
 
-    fn insert_range(&mut self, first: usize, last: usize) {
-        Self::for_words(first, last, |word, mask| self.words[word] |= mask);
-        self.top = self.top.max(last / 64);
+    /// Counts page `id` as no longer free (its queue entry goes stale).
+    fn remove_free(&mut self, id: u32) {
+        let _ = id;
+        self.free_count -= 1;
     }
 
-    fn remove_range(&mut self, first: usize, last: usize) {
-        Self::for_words(first, last, |word, mask| self.words[word] &= !mask);
+    fn is_free(&self, id: u32) -> bool {
+        let page = &self.ids[id as usize];
+        page.mappings > 0 && page.owner == 0
     }
 
-    fn contains(&self, page: usize) -> bool {
-        (self.words[page / 64] >> (page % 64)) & 1 == 1
-    }
-
-    /// The highest page in the set.
-    fn highest(&mut self) -> Option<usize> {
-        loop {
-            let word = self.words[self.top];
-            if word != 0 {
-                return Some(self.top * 64 + 63 - word.leading_zeros() as usize);
+    /// The least recently freed free page, dropping stale entries in front of it.
+    fn first_free(&mut self) -> Option<u32> {
+        while let Some(&id) = self.free_queue.front() {
+            if self.is_free(id) {
+                return Some(id);
             }
-            if self.top == 0 {
-                return None;
-            }
-            self.top -= 1;
+            self.free_queue.pop_front();
+            self.ids[id as usize].queued = false;
         }
+        None
     }
 
-    /// Every maximal run of consecutive members, as `(first, last)`, in ascending order.
-    fn runs(&self) -> Vec<(usize, usize)> {
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        for (index, &word) in self.words.iter().enumerate().take(self.top + 1) {
-            let mut bits = word;
-            while bits != 0 {
-                let start = index * 64 + bits.trailing_zeros() as usize;
-                // Length of the run of ones starting at `start` within this word.
-                let length = (bits >> (start % 64)).trailing_ones() as usize;
-                let end = start + length - 1;
-                match runs.last_mut() {
-                    Some(run) if run.1 + 1 == start => run.1 = end,
-                    _ => runs.push((start, end)),
-                }
-                bits &= if end % 64 == 63 { 0 } else { !0u64 << (end % 64 + 1) };
-            }
+    /// Up to `count` free pages, least recently freed first.
+    fn free_pages(&self, count: usize) -> impl Iterator<Item = u32> + '_ {
+        self.free_queue.iter().copied().filter(|&id| self.is_free(id)).take(count)
+    }
+
+    /// A fresh epoch for a range check.
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.ids.iter_mut().for_each(|page| page.stamp = 0);
+            self.epoch = 1;
         }
-        runs
+        self.epoch
     }
+}
 
-    fn clear(&mut self) {
-        self.words.iter_mut().for_each(|w| *w = 0);
-        self.top = 0;
+/// What a page of a request's range needs before the request can use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PageNeed {
+    /// Nothing: mapped to a physical page that is free or already this page's.
+    Ready,
+    /// A mapping.
+    Unmapped,
+    /// Mapped to a physical page that another address page uses (or another page of the range shows): it must
+    /// be unmapped first.
+    Conflict,
+}
+
+/// What page `page` of a range needs, the higher pages of the range having been stamped with `epoch`.
+fn page_need(mapped: &[u32], phys: &mut PhysicalPages, page: usize, epoch: u32) -> PageNeed {
+    let Some(id) = mapped[page].checked_sub(1) else { return PageNeed::Unmapped };
+    let physical = &mut phys.ids[id as usize];
+    if physical.owner != 0 && physical.owner != page as u32 + 1 {
+        return PageNeed::Conflict;
     }
+    // Only a page mapped at several addresses can show twice in one range.
+    if physical.mappings > 1 {
+        if physical.stamp == epoch {
+            return PageNeed::Conflict;
+        }
+        physical.stamp = epoch;
+    }
+    PageNeed::Ready
+}
+
+/// The highest page of `[first, last]` a request cannot use as it is (see [`PageNeed`]).
+fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last: usize) -> Option<usize> {
+    let epoch = phys.next_epoch();
+    (first..=last).rev().find(|&page| page_need(mapped, phys, page, epoch) != PageNeed::Ready)
 }
 
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
@@ -291,15 +371,21 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     reservation: Option<V::Reservation>,
     ranges: VirtualBlock<Box<AllocationMeta>>,
     page_shift: u32,
+    /// Per address page: live allocations touching it.
     page_users: Vec<u32>,
-    committed: Vec<bool>,
-    /// One past the highest committed page (0 when none is).
-    committed_end: usize,
-    empty_pages: PageSet,
+    /// Per address page: the physical page mapped there, plus one (0: unmapped).
+    mapped: Vec<u32>,
+    /// Per mapped address page: the next address page mapped to the same physical page (NIL: the last).
+    next_alias: Vec<u32>,
+    /// One past the highest mapped address page (0 when none is).
+    mapped_end: usize,
+    /// Address pages in the reservation; the per-page vectors grow towards it as pages are used.
+    page_count: usize,
+    phys: PhysicalPages,
     release: Arc<dyn ReleasePolicy>,
     stats: VirtualHeapStats,
     /// Page events since the last `take_events`, when recording is on.
-    events: Option<Vec<PageEvent>>,
+    events: Option<Vec<PageRecord>>,
     /// Page events of the current operation, for the allocator's event ring (when `observe` is on).
     pending: Vec<PageEvent>,
     observe: bool,
@@ -332,7 +418,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
         let size = size.max(page_size).next_multiple_of(page_size);
         let pages = usize::try_from(size >> page_size.trailing_zeros())
-            .map_err(|_| DeviceError::Unsupported("reservation too large"))?;
+            .ok()
+            .filter(|&pages| pages < NIL as usize)
+            .ok_or(DeviceError::Unsupported("reservation too large"))?;
         let ranges = VirtualBlock::with_config(
             VirtualBlockConfig::new(size).with_min_granularity(config.min_granularity),
         )
@@ -344,10 +432,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             reservation: Some(reservation),
             ranges,
             page_shift: page_size.trailing_zeros(),
-            page_users: vec![0; pages],
-            committed: vec![false; pages],
-            committed_end: 0,
-            empty_pages: PageSet::new(pages),
+            page_users: Vec::new(),
+            mapped: Vec::new(),
+            next_alias: Vec::new(),
+            mapped_end: 0,
+            page_count: pages,
+            phys: PhysicalPages::new(),
             release: Arc::clone(&config.release),
             stats: VirtualHeapStats::default(),
             events: None,
@@ -388,7 +478,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Page events recorded since the last call.
-    pub fn take_events(&mut self) -> Vec<PageEvent> {
+    pub fn take_events(&mut self) -> Vec<PageRecord> {
         self.events.as_mut().map(core::mem::take).unwrap_or_default()
     }
 
@@ -417,9 +507,25 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
     }
 
-    /// Allocates `size` bytes and commits the pages it touches that are not committed yet.
-    /// With `may_commit` false only committed pages may be used: a request that would need a commit gets
-    /// `Ok(None)` (no room), as under `BudgetPolicy::RequireWithin` on an over-budget heap.
+    /// Grows the per-page vectors to cover pages below `end` (at least doubling, so growth is amortized O(1)).
+    fn cover_pages(&mut self, end: usize) {
+        if end <= self.mapped.len() {
+            return;
+        }
+        let len = end.max(self.mapped.len() * 2).max(1024).min(self.page_count);
+        self.mapped.resize(len, 0);
+        self.page_users.resize(len, 0);
+        self.next_alias.resize(len, 0);
+    }
+
+    fn unready(&mut self, first: usize, last: usize) -> bool {
+        self.cover_pages(last + 1);
+        highest_unready(&self.mapped, &mut self.phys, first, last).is_some()
+    }
+
+    /// Allocates `size` bytes and maps the pages it touches that it cannot use as they are.
+    /// With `may_commit` false only pages ready as they are may be used (no driver call): a request that would
+    /// need one gets `Ok(None)` (no room), as under `BudgetPolicy::RequireWithin` on an over-budget heap.
     pub fn allocate(
         &mut self,
         vm: &V,
@@ -432,197 +538,409 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             Err(_) => return Ok(None),
         };
         let (mut first, mut last) = self.pages(allocation.offset, self.span(size));
-        if self.committed[first..=last].contains(&false) {
-            // The good fit needs new pages; a free range on committed pages costs no driver call and no memory.
+        if self.unready(first, last) {
+            // The good fit needs driver calls; a free range on ready pages needs none.
             let _ = self.ranges.free(allocation.handle);
-            allocation = match self.place_on_committed(size, alignment) {
+            allocation = match self.place_on_ready(size, alignment) {
                 Some(allocation) => allocation,
-                None => match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
-                    Ok(allocation) => allocation,
-                    Err(_) => return Ok(None),
+                None => match self.place_needing_one_call(vm, size, alignment) {
+                    Some(allocation) => allocation,
+                    None => return Ok(None),
                 },
             };
             (first, last) = self.pages(allocation.offset, self.span(size));
+            if self.unready(first, last) {
+                if !may_commit {
+                    let _ = self.ranges.free(allocation.handle);
+                    return Ok(None);
+                }
+                if let Err(error) = self.make_ready(vm, first, last, size) {
+                    // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
+                    // the release policy.
+                    let _ = self.ranges.free(allocation.handle);
+                    self.release(vm);
+                    return Err(error);
+                }
+            }
         }
-        if !may_commit && self.committed[first..=last].contains(&false) {
-            let _ = self.ranges.free(allocation.handle);
-            return Ok(None);
+        for page in first..=last {
+            self.take_page(page);
+            self.page_users[page] += 1;
         }
-        let commit_last = self.extend_commit(first, last, size);
-        if self.committed[first..=commit_last].contains(&false) {
-            self.release_before_commit(vm, first, last, commit_last, size);
-        }
-        if let Err(error) = self.commit_missing(vm, first, commit_last) {
-            // Nothing is lost: the range goes back, and pages committed on the way stay as empty pages for the
-            // release policy.
-            let _ = self.ranges.free(allocation.handle);
-            self.release(vm);
-            return Err(error);
-        }
-        self.take_pages(first, last);
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
     }
 
-    /// Places a request on committed pages only, looking at up to 64 free ranges (smallest first) and, in each,
-    /// at up to 16 positions: each next position starts on the first committed page after the uncommitted run
-    /// that ruled out the one before. Bounded work; it runs only when TLSF's good fit would need new pages.
-    fn place_on_committed(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
+    /// Places a request on ready pages only, looking at up to 64 free ranges (smallest first) and, in them, at
+    /// up to 8,192 pages in all. In a range, each window the request would cover is checked from its top page
+    /// down: an unready page moves the window past it, and pages found ready are not looked at again, so the
+    /// search skips ahead by up to a request's length per look. Bounded work; it runs only when TLSF's good fit
+    /// would need driver calls.
+    fn place_on_ready(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         const RANGES: usize = 64;
-        const POSITIONS: usize = 16;
+        const PAGES: usize = 8192;
         let span = self.span(size);
-        let (shift, committed) = (self.page_shift, &self.committed[..self.committed_end]);
+        // Every page of a placement but its first and last (which may be shared with a neighbour) needs a free
+        // physical page: with fewer free, no search can succeed.
+        let pages = span.div_ceil(self.page_size()) + 1;
+        if self.phys.free_count + 2 < pages {
+            return None;
+        }
+        let (shift, end) = (self.page_shift, self.mapped_end);
+        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let mut budget = PAGES;
         let place = |start: u64, len: u64| {
-            let end = start + len;
-            let mut offset = start.next_multiple_of(alignment);
-            for _ in 0..POSITIONS {
-                if offset + span > end {
+            let stop = start + len;
+            let first_offset = start.checked_next_multiple_of(alignment)?;
+            let first_page = (first_offset >> shift) as usize;
+            // The window starts on page `low`; pages `[low, verified)` were found ready.
+            let (mut low, mut verified) = (first_page, first_page);
+            loop {
+                let offset = if low == first_page {
+                    first_offset
+                } else {
+                    ((low as u64) << shift).checked_next_multiple_of(alignment)?
+                };
+                if offset.checked_add(span)? > stop {
                     return None;
                 }
-                let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
-                if last >= committed.len() {
+                let last = ((offset + span - 1) >> shift) as usize;
+                if last >= end {
                     return None;
                 }
-                let Some(i) = committed[first..=last].iter().rposition(|&c| !c) else { return Some(offset) };
-                // Skip the whole uncommitted run: the next position starts on the first committed page after it.
-                let uncommitted = first + i;
-                let next = uncommitted + 1 + committed[uncommitted + 1..].iter().position(|&c| c)?;
-                offset = ((next as u64) << shift).next_multiple_of(alignment);
+                let mut unready = None;
+                for page in (verified.max(low)..=last).rev() {
+                    if budget == 0 {
+                        return None;
+                    }
+                    budget -= 1;
+                    let ready = mapped[page].checked_sub(1).is_some_and(|id| {
+                        let owner = phys.ids[id as usize].owner;
+                        owner == 0 || owner == page as u32 + 1
+                    });
+                    if !ready {
+                        unready = Some(page);
+                        break;
+                    }
+                }
+                match unready {
+                    Some(page) => {
+                        verified = last + 1;
+                        low = page + 1;
+                    }
+                    // Every page is ready; two of them may still show one physical page.
+                    None => match highest_unready(mapped, phys, low.min(first_page.max(low)), last) {
+                        None => return Some(offset),
+                        Some(page) => {
+                            low = page + 1;
+                            verified = low;
+                        }
+                    },
+                }
             }
-            None
         };
         self.ranges.allocate_where(size, alignment, ResourceClass::Unknown, RANGES, place).ok().flatten()
     }
 
-    /// Counts a new allocation as a user of pages `[first, last]` (all committed). Only the first and the last
-    /// page can have other users: every page in between lies inside the allocation's range, which no other live
-    /// allocation overlaps, so those pages were empty and are taken in one pass over the bitmap's words.
-    fn take_pages(&mut self, first: usize, last: usize) {
-        for page in [first, last].into_iter().take(if last > first { 2 } else { 1 }) {
-            if self.page_users[page] == 0 {
-                self.empty_pages.remove(page);
-                self.stats.empty_bytes -= self.page_size();
-            }
-            self.page_users[page] += 1;
+    /// Places a request that needs driver calls: at TLSF's good fit when that needs at most one (a mapping of
+    /// the pages it lacks), otherwise on fresh address pages above every mapped one, where one mapping of the
+    /// free physical pages (and new ones) serves it. Fresh pages running out, the mappings no allocation uses
+    /// are dropped first; failing that, the good fit it is.
+    fn place_needing_one_call(
+        &mut self,
+        vm: &V,
+        size: u64,
+        alignment: u64,
+    ) -> Option<memcarve_core::Allocation> {
+        let good = self.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()?;
+        let (first, last) = self.pages(good.offset, self.span(size));
+        if self.calls_needed(first, last) <= 1 {
+            return Some(good);
         }
-        if last > first + 1 {
-            self.page_users[first + 1..last].fill(1);
-            self.empty_pages.remove_range(first + 1, last - 1);
-            self.stats.empty_bytes -= ((last - first - 1) as u64) << self.page_shift;
+        let _ = self.ranges.free(good.handle);
+        if let Some(fresh) = self.place_fresh(size, alignment) {
+            return Some(fresh);
         }
-    }
-
-    /// The inverse of [`VirtualHeap::take_pages`], for an allocation being freed.
-    fn leave_pages(&mut self, first: usize, last: usize) {
-        for page in [first, last].into_iter().take(if last > first { 2 } else { 1 }) {
-            self.page_users[page] -= 1;
-            if self.page_users[page] == 0 {
-                self.empty_pages.insert(page);
-                self.stats.empty_bytes += self.page_size();
-            }
-        }
-        if last > first + 1 {
-            self.page_users[first + 1..last].fill(0);
-            self.empty_pages.insert_range(first + 1, last - 1);
-            self.stats.empty_bytes += ((last - first - 1) as u64) << self.page_shift;
-        }
-    }
-
-    /// Extends `[first, last]` forward over uncommitted pages by the release policy's commit-ahead, when the
-    /// range needs a commit at all (so a commit that happens anyway covers the next requests too).
-    fn extend_commit(&self, first: usize, last: usize, size: u64) -> usize {
-        if self.committed[first..=last].iter().all(|&c| c) {
-            return last;
-        }
-        let mut state = self.state();
-        // Count the request as live already: the budget is judged as it will be once it is placed.
-        state.live_bytes += size;
-        state.peak_live_bytes = state.peak_live_bytes.max(state.live_bytes);
-        let missing = self.committed[first..=last].iter().filter(|&&c| !c).count() as u64;
-        state.committed_bytes += missing << self.page_shift;
-        let ahead_pages = (self.release.commit_ahead_bytes(&state) >> self.page_shift) as usize;
-        let mut extended = last;
-        while extended + 1 < self.committed.len()
-            && extended - last < ahead_pages
-            && !self.committed[extended + 1]
+        if self.unmap_unused(vm)
+            && let Some(fresh) = self.place_fresh(size, alignment)
         {
-            extended += 1;
+            return Some(fresh);
         }
-        extended
+        self.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()
     }
 
-    /// Commits every uncommitted page in `[first, last]`, one call per contiguous run. Pages committed here
-    /// enter as empty pages (the caller then takes them).
-    fn commit_missing(&mut self, vm: &V, first: usize, last: usize) -> Result<(), DeviceError> {
+    /// A placement on address pages above every mapped one (the end of the address range), if it has room.
+    fn place_fresh(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
+        let span = self.span(size);
+        let top = (self.mapped_end as u64) << self.page_shift;
+        let place = |start: u64, len: u64| {
+            let offset = start.max(top).checked_next_multiple_of(alignment)?;
+            (offset.checked_add(span)? <= start + len).then_some(offset)
+        };
+        self.ranges.allocate_at_end_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
+    }
+
+    /// Driver calls that making `[first, last]` ready takes: one mapping per run of pages that need one, and one
+    /// unmapping per run of conflicting pages.
+    fn calls_needed(&mut self, first: usize, last: usize) -> usize {
+        self.cover_pages(last + 1);
+        let epoch = self.phys.next_epoch();
+        let (mut calls, mut previous) = (0, PageNeed::Ready);
+        for page in (first..=last).rev() {
+            let need = page_need(&self.mapped, &mut self.phys, page, epoch);
+            calls += usize::from(need != PageNeed::Ready && previous == PageNeed::Ready);
+            calls += usize::from(need == PageNeed::Conflict && previous != PageNeed::Conflict);
+            previous = need;
+        }
+        calls
+    }
+
+    /// Makes every page of `[first, last]` ready for a request of `size`: conflicting pages are unmapped (one
+    /// call per run), and each run of unmapped pages is mapped in one call, onto free physical pages (least
+    /// recently freed first) and new ones. The last run also maps the unmapped pages after the request onto the
+    /// remaining free physical pages, and onto new ones as far as the release policy's commit-ahead allows, so
+    /// that the next requests find ready pages there.
+    fn make_ready(&mut self, vm: &V, first: usize, last: usize, size: u64) -> Result<(), DeviceError> {
+        let epoch = self.phys.next_epoch();
+        let needs: Vec<PageNeed> =
+            (first..=last).rev().map(|page| page_need(&self.mapped, &mut self.phys, page, epoch)).collect();
+        let need = |page: usize| needs[last - page];
+        if (first..=last).all(|page| need(page) == PageNeed::Ready) {
+            return Ok(());
+        }
         let mut page = first;
         while page <= last {
-            if self.committed[page] {
+            if need(page) != PageNeed::Conflict {
                 page += 1;
                 continue;
             }
-            let run_start = page;
-            while page <= last && !self.committed[page] {
+            let run_first = page;
+            while page <= last && need(page) == PageNeed::Conflict {
                 page += 1;
             }
-            let offset = (run_start as u64) << self.page_shift;
-            let size = ((page - run_start) as u64) << self.page_shift;
-            let Some(reservation) = self.reservation.as_ref() else {
-                return Err(DeviceError::Unsupported("virtual heap already released"));
-            };
-            // SAFETY: (1) the run is page-aligned (whole pages), inside the reservation (pages index it), and
-            // none of its pages is committed (checked just above under `&mut self`).
-            unsafe { vm.commit(reservation, offset, size)? };
-            self.committed[run_start..page].fill(true);
-            self.empty_pages.insert_range(run_start, page - 1);
-            self.committed_end = self.committed_end.max(page);
-            self.stats.commits += 1;
-            self.stats.committed_bytes += size;
-            self.stats.empty_bytes += size;
-            self.stats.peak_committed_bytes = self.stats.peak_committed_bytes.max(self.stats.committed_bytes);
-            self.note(PageEvent::Commit { offset, size });
+            self.unmap_run(vm, run_first, page - 1);
         }
+        // The ready pages are this request's from now on, so that no mapping below hands their physical pages
+        // to another page of the range.
+        let ready: Vec<usize> = (first..=last).filter(|&page| need(page) == PageNeed::Ready).collect();
+        for &page in &ready {
+            self.take_page(page);
+        }
+        let mut page = first;
+        let mut result = Ok(());
+        while page <= last && result.is_ok() {
+            if self.mapped[page] != 0 {
+                page += 1;
+                continue;
+            }
+            let run_first = page;
+            while page <= last && self.mapped[page] == 0 {
+                page += 1;
+            }
+            result = self.map_run(vm, run_first, page - 1, page - 1 == last, size);
+        }
+        if result.is_err() {
+            for &page in &ready {
+                self.leave_page(page);
+            }
+        }
+        result
+    }
+
+    /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` also maps the unmapped pages after
+    /// `last` onto the free physical pages left and onto new ones within the commit-ahead.
+    fn map_run(
+        &mut self,
+        vm: &V,
+        first: usize,
+        last: usize,
+        ahead: bool,
+        size: u64,
+    ) -> Result<(), DeviceError> {
+        let count = last - first + 1;
+        let mut ids: Vec<u32> = Vec::with_capacity(count);
+        let mut created = 0u64;
+        // The request's own pages: free physical pages first (they are the request's now), then new ones.
+        for page in first..=last {
+            let id = match self.phys.first_free() {
+                None => {
+                    created += 1;
+                    self.phys.new_id()
+                }
+                Some(id) => {
+                    self.phys.remove_free(id);
+                    self.stats.empty_bytes -= self.page_size();
+                    id
+                }
+            };
+            self.phys.ids[id as usize].owner = page as u32 + 1;
+            ids.push(id);
+        }
+        let own = ids.len();
+        if ahead {
+            let mut state = self.state();
+            // The heap as it will be once the request is placed.
+            state.live_bytes += size;
+            state.peak_live_bytes = state.peak_live_bytes.max(state.live_bytes);
+            state.committed_bytes += created << self.page_shift;
+            let new_pages = self.release.commit_ahead_bytes(&state) >> self.page_shift;
+            // Room: unmapped pages after `last`, looked at no further than the pages could fill.
+            let cap = AHEAD_ALIASES_PER_PAGE * count as u64;
+            let wanted = (self.phys.free_count.min(cap) + new_pages) as usize;
+            self.cover_pages(last + 1 + wanted);
+            let after = &self.mapped[last + 1..];
+            let room = after.iter().take(wanted).position(|&m| m != 0).unwrap_or(wanted.min(after.len()));
+            let aliased = room.min(cap as usize);
+            ids.extend(self.phys.free_pages(aliased));
+            let mut new_ahead = 0;
+            while ids.len() - own < room && new_ahead < new_pages {
+                ids.push(self.phys.new_id());
+                new_ahead += 1;
+            }
+            created += new_ahead;
+        }
+        let offset = (first as u64) << self.page_shift;
+        let Some(reservation) = self.reservation.as_ref() else {
+            self.forget_ids(&ids, own);
+            return Err(DeviceError::Unsupported("virtual heap already released"));
+        };
+        // SAFETY: (1) the pages are whole pages inside the reservation (pages index it) and unmapped (checked by
+        // the caller under `&mut self`, and the pages after `last` are unmapped by `room`); (2) the ids are below
+        // the page count (the heap never has more physical pages than address pages) and distinct (each is
+        // either free, and taken off the free list or walked once, or new).
+        if let Err(error) = unsafe { vm.map_pages(reservation, offset, &ids) } {
+            self.forget_ids(&ids, own);
+            return Err(error);
+        }
+        for (index, &id) in ids.iter().enumerate() {
+            let page = first + index;
+            let slot = id as usize;
+            if self.phys.ids[slot].mappings == 0 {
+                self.phys.alive += 1;
+                if index >= own {
+                    // A new page ahead of the request: free.
+                    self.phys.ids[slot].owner = 0;
+                    self.phys.push_free(id);
+                    self.stats.empty_bytes += self.page_size();
+                }
+            }
+            self.mapped[page] = id + 1;
+            self.next_alias[page] = self.phys.ids[slot].first_alias;
+            self.phys.ids[slot].first_alias = page as u32;
+            self.phys.ids[slot].mappings += 1;
+        }
+        let size = (ids.len() as u64) << self.page_shift;
+        self.mapped_end = self.mapped_end.max(first + ids.len());
+        self.stats.mapped_bytes += size;
+        self.stats.commits += 1;
+        self.stats.committed_bytes += created << self.page_shift;
+        self.stats.peak_committed_bytes = self.stats.peak_committed_bytes.max(self.stats.committed_bytes);
+        self.note(PageEvent::Commit { offset, size }, &ids);
         Ok(())
     }
 
-    /// Before pages `[first, commit_last]` are committed for a request of `size` at `[first, last]`, decommits the
-    /// empty pages the release policy would not keep once the request is placed. Releasing only on the next free
-    /// would let committed memory hold the old spare pages and the new ones at once, which sets the peak when a
-    /// large request does not fit in the spare pages (they are not contiguous).
-    fn release_before_commit(&mut self, vm: &V, first: usize, last: usize, commit_last: usize, size: u64) {
-        // Hide the empty pages the request will take, so the release pass cannot pick them.
-        let mut taken = 0u64;
-        for page in first..=last {
-            if self.empty_pages.contains(page) {
-                self.empty_pages.remove(page);
-                taken += 1;
+    /// Undoes the choice of `ids` for a mapping that did not happen: the first `own` were taken for the
+    /// request (free ones go back to the free list, new ones are forgotten); the rest were only looked at,
+    /// except new ones, which are forgotten.
+    fn forget_ids(&mut self, ids: &[u32], own: usize) {
+        for (index, &id) in ids.iter().enumerate() {
+            if self.phys.ids[id as usize].mappings == 0 {
+                self.phys.ids[id as usize].owner = 0;
+                self.phys.spare_ids.push(id);
+            } else if index < own {
+                self.phys.ids[id as usize].owner = 0;
+                self.phys.push_free(id);
+                self.stats.empty_bytes += self.page_size();
             }
         }
-        let taken_bytes = taken << self.page_shift;
-        self.stats.empty_bytes -= taken_bytes;
-        let uncommitted = |from: usize, to: usize| {
-            (self.committed[from..=to].iter().filter(|&&c| !c).count() as u64) << self.page_shift
-        };
-        let missing = uncommitted(first, commit_last);
-        let ahead = if commit_last > last { uncommitted(last + 1, commit_last) } else { 0 };
-        // The heap as it will be once the request is placed: the commit-ahead pages are empty pages then.
-        let mut state = self.state();
-        state.live_bytes += size;
-        state.peak_live_bytes = state.peak_live_bytes.max(state.live_bytes);
-        state.committed_bytes += missing;
-        state.empty_bytes += ahead;
-        // Release only what would raise the peak committed bytes, and never below what the policy keeps: the
-        // spare pages are likely reused soon, and each decommit now may cost a commit later.
-        let over_peak = state.committed_bytes.saturating_sub(self.stats.peak_committed_bytes);
-        let keep = self.release.retained_bytes(&state).max(state.empty_bytes.saturating_sub(over_peak));
-        self.release_largest_runs(vm, keep.saturating_sub(ahead));
+    }
+
+    /// Unmaps `[first, last]` (all mapped, no users) in one call; physical pages left mapped nowhere die.
+    fn unmap_run(&mut self, vm: &V, first: usize, last: usize) {
+        let offset = (first as u64) << self.page_shift;
+        let size = ((last - first + 1) as u64) << self.page_shift;
+        if let Some(reservation) = self.reservation.as_ref() {
+            // SAFETY: (1) the run is whole mapped pages inside the reservation; no allocation uses them, and a
+            // physical page this frees is used by none (a used one is mapped at its user's page).
+            unsafe { vm.unmap_pages(reservation, offset, size) };
+        }
         for page in first..=last {
-            if self.committed[page] && self.page_users[page] == 0 {
-                self.empty_pages.insert(page);
+            let id = self.mapped[page] - 1;
+            self.mapped[page] = 0;
+            let slot = id as usize;
+            // Unlink `page` from the id's list of mappings.
+            let next = self.next_alias[page];
+            if self.phys.ids[slot].first_alias == page as u32 {
+                self.phys.ids[slot].first_alias = next;
+            } else {
+                let mut at = self.phys.ids[slot].first_alias;
+                while self.next_alias[at as usize] != page as u32 {
+                    at = self.next_alias[at as usize];
+                }
+                self.next_alias[at as usize] = next;
+            }
+            self.phys.ids[slot].mappings -= 1;
+            if self.phys.ids[slot].mappings == 0 {
+                self.phys.alive -= 1;
+                self.stats.committed_bytes -= self.page_size();
+                if self.phys.ids[slot].owner == 0 {
+                    self.phys.remove_free(id);
+                    self.stats.empty_bytes -= self.page_size();
+                }
+                self.phys.ids[slot].owner = 0;
+                self.phys.spare_ids.push(id);
             }
         }
-        self.stats.empty_bytes += taken_bytes;
+        if last + 1 == self.mapped_end {
+            self.mapped_end = self.mapped[..first].iter().rposition(|&m| m != 0).map_or(0, |page| page + 1);
+        }
+        self.stats.decommits += 1;
+        self.stats.mapped_bytes -= size;
+        self.note(PageEvent::Decommit { offset, size }, &[]);
+    }
+
+    /// Unmaps every mapped page no allocation uses (one call per run), to make room for fresh pages when the
+    /// address range is used up to its end. Returns whether anything was unmapped.
+    fn unmap_unused(&mut self, vm: &V) -> bool {
+        let mut unmapped = false;
+        let mut page = self.mapped_end;
+        while page > 0 {
+            page -= 1;
+            if self.mapped[page] == 0 || self.page_users[page] != 0 {
+                continue;
+            }
+            let last = page;
+            while page > 0 && self.mapped[page - 1] != 0 && self.page_users[page - 1] == 0 {
+                page -= 1;
+            }
+            self.unmap_run(vm, page, last);
+            unmapped = true;
+        }
+        unmapped
+    }
+
+    /// Makes page `page` (mapped, ready) the user of its physical page.
+    fn take_page(&mut self, page: usize) {
+        let id = self.mapped[page] - 1;
+        let owner = &mut self.phys.ids[id as usize].owner;
+        if *owner == 0 {
+            *owner = page as u32 + 1;
+            self.phys.remove_free(id);
+            self.stats.empty_bytes -= self.page_size();
+        }
+    }
+
+    /// The inverse of [`VirtualHeap::take_page`] for a page no allocation uses any more.
+    fn leave_page(&mut self, page: usize) {
+        if self.page_users[page] != 0 {
+            return;
+        }
+        let id = self.mapped[page] - 1;
+        self.phys.ids[id as usize].owner = 0;
+        self.phys.push_free(id);
+        self.stats.empty_bytes += self.page_size();
     }
 
     /// Frees an allocation; pages it leaves empty are given to the release policy.
@@ -630,103 +948,69 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let offset = self.ranges.get(&handle)?.offset;
         self.ranges.free(handle)?;
         let (first, last) = self.pages(offset, self.span(size));
-        self.leave_pages(first, last);
+        for page in first..=last {
+            self.page_users[page] -= 1;
+            self.leave_page(page);
+        }
         self.stats.live_bytes -= size;
         self.stats.allocations -= 1;
         self.release(vm);
         Ok(())
     }
 
-    /// Decommits empty pages beyond what the release policy keeps, highest addresses first, in contiguous runs.
+    /// Gives back free physical pages beyond what the release policy keeps.
     fn release(&mut self, vm: &V) {
         let keep = self.release.retained_bytes(&self.state());
         self.release_down_to(vm, keep);
     }
 
-    /// Decommits empty pages, highest addresses first, until at most `keep` bytes of them are left.
+    /// Gives back free physical pages, least recently freed first, until at most `keep` bytes of them are left:
+    /// each goes when every address page it is mapped at is unmapped (one call per run of such pages).
     fn release_down_to(&mut self, vm: &V, keep: u64) {
-        while self.stats.empty_bytes > keep {
-            let Some(last) = self.empty_pages.highest() else { break };
-            // Extend the run downwards while the pages below are empty too, but no further than needed.
-            let excess_pages = ((self.stats.empty_bytes - keep).div_ceil(self.page_size())) as usize;
-            let mut first = last;
-            while last - first + 1 < excess_pages && first > 0 && self.empty_pages.contains(first - 1) {
-                first -= 1;
-            }
-            self.decommit_run(vm, first, last);
-        }
-    }
-
-    /// Decommits empty pages until at most `keep` bytes of them are left, largest runs of empty pages first: each
-    /// run is one driver call, so this gives back the most memory per call. The last run taken is the smallest
-    /// that covers what is left to give back, decommitted from its top. O(pages / 64 + runs × log runs); used
-    /// before a commit, where the excess may be hundreds of pages scattered over many runs.
-    fn release_largest_runs(&mut self, vm: &V, keep: u64) {
         if self.stats.empty_bytes <= keep {
             return;
         }
-        let mut runs = self.empty_pages.runs();
-        runs.sort_unstable_by_key(|&(first, last)| core::cmp::Reverse(last - first));
+        let excess = (self.stats.empty_bytes - keep).div_ceil(self.page_size());
+        let mut pages = Vec::new();
+        for id in self.phys.free_pages(excess as usize) {
+            let mut alias = self.phys.ids[id as usize].first_alias;
+            while alias != NIL {
+                pages.push(alias as usize);
+                alias = self.next_alias[alias as usize];
+            }
+        }
+        pages.sort_unstable();
         let mut index = 0;
-        while self.stats.empty_bytes > keep && index < runs.len() {
-            let excess_pages = ((self.stats.empty_bytes - keep).div_ceil(self.page_size())) as usize;
-            // The smallest run that covers the excess, if any; otherwise the largest left.
-            let covering = runs[index..].iter().rposition(|&(first, last)| last - first + 1 >= excess_pages);
-            let (first, last) = match covering {
-                Some(offset) => {
-                    let (first, last) = runs[index + offset];
-                    (first.max(last + 1 - excess_pages), last)
-                }
-                None => runs[index],
-            };
-            if covering.is_none() {
+        while index < pages.len() {
+            let first = pages[index];
+            while index + 1 < pages.len() && pages[index + 1] == pages[index] + 1 {
                 index += 1;
             }
-            self.decommit_run(vm, first, last);
-            if covering.is_some() {
-                break;
-            }
+            self.unmap_run(vm, first, pages[index]);
+            index += 1;
         }
     }
 
-    fn note(&mut self, event: PageEvent) {
+    fn note(&mut self, event: PageEvent, ids: &[u32]) {
         if let Some(events) = self.events.as_mut() {
-            events.push(event);
+            let mut physical: Vec<(u32, u32)> = Vec::new();
+            for &id in ids {
+                match physical.last_mut() {
+                    Some((first, count)) if *first + *count == id => *count += 1,
+                    _ => physical.push((id, 1)),
+                }
+            }
+            events.push(PageRecord { event, physical });
         }
         if self.observe {
             self.pending.push(event);
         }
     }
 
-    fn decommit_run(&mut self, vm: &V, first: usize, last: usize) {
-        let offset = (first as u64) << self.page_shift;
-        let size = ((last - first + 1) as u64) << self.page_shift;
-        if let Some(reservation) = self.reservation.as_ref() {
-            // SAFETY: (1) the run is whole pages inside the reservation; each page is committed and has no user
-            // (it is in `empty_pages`), so nothing uses its memory.
-            unsafe { vm.decommit(reservation, offset, size) };
-        }
-        self.committed[first..=last].fill(false);
-        self.empty_pages.remove_range(first, last);
-        if last + 1 == self.committed_end {
-            self.committed_end = self.committed[..first].iter().rposition(|&c| c).map_or(0, |page| page + 1);
-        }
-        self.stats.decommits += 1;
-        self.stats.committed_bytes -= size;
-        self.stats.empty_bytes -= size;
-        self.note(PageEvent::Decommit { offset, size });
-    }
-
-    /// Decommits every empty page; returns the bytes given back.
+    /// Gives back every free physical page; returns the bytes given back.
     pub fn trim(&mut self, vm: &V) -> u64 {
         let before = self.stats.committed_bytes;
-        while let Some(last) = self.empty_pages.highest() {
-            let mut first = last;
-            while first > 0 && self.empty_pages.contains(first - 1) {
-                first -= 1;
-            }
-            self.decommit_run(vm, first, last);
-        }
+        self.release_down_to(vm, 0);
         before - self.stats.committed_bytes
     }
 
@@ -735,34 +1019,39 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.reservation.as_ref().and_then(|reservation| vm.host_address(reservation))
     }
 
-    /// Decommits everything and releases the reservation (live allocations or not).
+    /// Unmaps everything and releases the reservation (live allocations or not).
     pub fn destroy(&mut self, vm: &V) {
         let mut page = 0;
-        while page < self.committed.len() {
-            if !self.committed[page] {
+        while page < self.mapped_end {
+            if self.mapped[page] == 0 {
                 page += 1;
                 continue;
             }
             let start = page;
-            while page < self.committed.len() && self.committed[page] {
+            while page < self.mapped_end && self.mapped[page] != 0 {
                 page += 1;
             }
-            let offset = (start as u64) << self.page_shift;
-            let size = ((page - start) as u64) << self.page_shift;
             if let Some(reservation) = self.reservation.as_ref() {
-                // SAFETY: (1) the run is whole committed pages inside the reservation; the heap is being
-                // destroyed with its allocator, whose contract is that nothing uses its memory any more.
-                unsafe { vm.decommit(reservation, offset, size) };
+                // SAFETY: (1) the run is whole mapped pages inside the reservation; the heap is being destroyed
+                // with its allocator, whose contract is that nothing uses its memory any more.
+                unsafe {
+                    vm.unmap_pages(
+                        reservation,
+                        (start as u64) << self.page_shift,
+                        ((page - start) as u64) << self.page_shift,
+                    )
+                };
             }
-            self.committed[start..page].iter_mut().for_each(|c| *c = false);
+            self.mapped[start..page].fill(0);
         }
-        self.committed_end = 0;
-        self.empty_pages.clear();
+        self.mapped_end = 0;
+        self.phys = PhysicalPages::new();
         self.stats.committed_bytes = 0;
         self.stats.empty_bytes = 0;
+        self.stats.mapped_bytes = 0;
         if let Some(reservation) = self.reservation.take() {
             // SAFETY: (1) the reservation came from `vm`, is released once (taken out of the Option), and every
-            // committed page was decommitted just above.
+            // mapped page was unmapped just above.
             unsafe { vm.release(reservation) };
         }
     }
@@ -770,96 +1059,93 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Checks the page bookkeeping against the ranges (O(n)); for tests.
     #[cfg(any(test, feature = "check"))]
     pub fn check(&self) -> Result<(), memcarve_core::Violation> {
-        let fail = |what, offset| Err(memcarve_core::Violation { what, offset });
+        let fail = |what, page: usize| {
+            Err(memcarve_core::Violation { what, offset: (page as u64) << self.page_shift })
+        };
         self.ranges.check()?;
         let mut users = vec![0u32; self.page_users.len()];
         for info in self.ranges.iter() {
             let (first, last) = self.pages(info.offset, info.size);
             users[first..=last].iter_mut().for_each(|count| *count += 1);
-            if self.committed[first..=last].contains(&false) {
-                return fail("a live allocation touches an uncommitted page", info.offset);
-            }
         }
-        let mut empty = 0u64;
-        for (page, (&count, &committed)) in self.page_users.iter().zip(&self.committed).enumerate() {
+        let ids = self.phys.ids.len();
+        let mut mappings = vec![0u32; ids];
+        for (page, (&count, &mapped)) in self.page_users.iter().zip(&self.mapped).enumerate() {
             if count != users[page] {
-                return fail(
-                    "page user count disagrees with the allocations",
-                    (page as u64) << self.page_shift,
-                );
+                return fail("page user count disagrees with the allocations", page);
             }
-            if count > 0 && !committed {
-                return fail("page with users is not committed", (page as u64) << self.page_shift);
+            let Some(id) = mapped.checked_sub(1) else {
+                if count > 0 {
+                    return fail("a page with users is not mapped", page);
+                }
+                continue;
+            };
+            if id as usize >= ids {
+                return fail("a page is mapped to an unknown physical page", page);
             }
-            let is_empty = committed && count == 0;
-            if is_empty != self.empty_pages.contains(page) {
-                return fail("empty page set disagrees with the pages", (page as u64) << self.page_shift);
+            mappings[id as usize] += 1;
+            if count > 0 && self.phys.ids[id as usize].owner != page as u32 + 1 {
+                return fail("a used page's physical page is not its own: memory shared", page);
             }
-            empty += u64::from(is_empty) << self.page_shift;
+            if page >= self.mapped_end {
+                return fail("a page above the mapped end is mapped", page);
+            }
         }
-        if self.committed_end != self.committed.iter().rposition(|&c| c).map_or(0, |page| page + 1) {
-            return fail(
-                "committed end disagrees with the pages",
-                (self.committed_end as u64) << self.page_shift,
-            );
+        if self.mapped_end > 0 && self.mapped[self.mapped_end - 1] == 0 {
+            return fail("mapped end disagrees with the pages", self.mapped_end);
         }
-        let committed = self.committed.iter().filter(|&&c| c).count() as u64;
-        if committed << self.page_shift != self.stats.committed_bytes || empty != self.stats.empty_bytes {
+        let mut alive = 0u64;
+        for (id, (&count, page)) in mappings.iter().zip(&self.phys.ids).enumerate() {
+            if count != page.mappings {
+                return fail("a physical page's mapping count disagrees with the pages", id);
+            }
+            let mut listed = 0;
+            let mut alias = page.first_alias;
+            while alias != NIL && listed <= count {
+                if self.mapped[alias as usize] != id as u32 + 1 {
+                    return fail("a physical page lists a page not mapped to it", alias as usize);
+                }
+                listed += 1;
+                alias = self.next_alias[alias as usize];
+            }
+            if listed != count {
+                return fail("a physical page's list of mappings is incomplete", id);
+            }
+            let owner = page.owner;
+            if count > 0 {
+                alive += 1;
+                if owner != 0
+                    && (users[owner as usize - 1] == 0 || self.mapped[owner as usize - 1] != id as u32 + 1)
+                {
+                    return fail("a physical page's user does not use it", owner as usize - 1);
+                }
+            } else if owner != 0 {
+                return fail("a dead physical page has a user", id);
+            }
+        }
+        let mut queued = vec![false; ids];
+        for &id in &self.phys.free_queue {
+            if queued[id as usize] || !self.phys.ids[id as usize].queued {
+                return fail("the free queue holds a page twice, or one not marked queued", id as usize);
+            }
+            queued[id as usize] = true;
+        }
+        if (0..ids).any(|id| self.phys.is_free(id as u32) && !queued[id]) {
+            return fail("a free page is not queued", 0);
+        }
+        let free = self.phys.free_pages(ids).count() as u64;
+        let free_alive =
+            (0..ids).filter(|&id| mappings[id] > 0 && self.phys.ids[id].owner == 0).count() as u64;
+        if free != free_alive || free != self.phys.free_count || alive != self.phys.alive {
+            return fail("the free list or the alive count disagrees with the pages", 0);
+        }
+        let mapped = mappings.iter().map(|&count| u64::from(count)).sum::<u64>();
+        if alive << self.page_shift != self.stats.committed_bytes
+            || free << self.page_shift != self.stats.empty_bytes
+            || mapped << self.page_shift != self.stats.mapped_bytes
+        {
             return fail("committed or empty bytes disagree with the pages", 0);
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::PageSet;
-
-    #[test]
-    fn page_set_runs_cross_word_boundaries_and_match_a_plain_walk() {
-        let mut set = PageSet::new(300);
-        let members = [0, 1, 2, 62, 63, 64, 65, 127, 128, 191, 192, 193, 255, 299];
-        members.iter().for_each(|&page| set.insert(page));
-        assert_eq!(
-            set.runs(),
-            [(0, 2), (62, 65), (127, 128), (191, 193), (255, 255), (299, 299)],
-            "runs merge across the 64-page words"
-        );
-        // Against a plain walk over a pseudo-random set.
-        let mut set = PageSet::new(1000);
-        let mut expected: Vec<(usize, usize)> = Vec::new();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        for page in 0..1000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            if !state.is_multiple_of(3) {
-                set.insert(page);
-                match expected.last_mut() {
-                    Some(run) if run.1 + 1 == page => run.1 = page,
-                    _ => expected.push((page, page)),
-                }
-            }
-        }
-        assert_eq!(set.runs(), expected);
-        assert!(PageSet::new(64).runs().is_empty());
-    }
-
-    #[test]
-    fn page_set_range_updates_match_page_by_page_updates() {
-        let ranges = [(0, 0), (3, 70), (63, 64), (64, 127), (100, 299), (128, 128), (5, 250), (0, 299)];
-        let mut by_range = PageSet::new(300);
-        let mut by_page = PageSet::new(300);
-        for (step, &(first, last)) in ranges.iter().enumerate() {
-            if step % 3 == 2 {
-                by_range.remove_range(first, last);
-                (first..=last).for_each(|page| by_page.remove(page));
-            } else {
-                by_range.insert_range(first, last);
-                (first..=last).for_each(|page| by_page.insert(page));
-            }
-            assert_eq!(by_range.words, by_page.words, "after {first}..={last}");
-            assert_eq!(by_range.highest(), by_page.highest());
-        }
     }
 }

@@ -34,7 +34,8 @@ pub struct ReplayArgs {
     /// Write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Write every event of the replay as CSV (`event,id,offset,size`) to this file (one trace, one policy).
+    /// Write every event of the replay as CSV (`event,id,offset,size`; see docs/TRACE_FORMAT.md) to this file
+    /// (one trace, one policy).
     #[arg(long)]
     placements: Option<PathBuf>,
 }

@@ -149,7 +149,8 @@ fn replay(path: &Path, policy: &Policy) -> Result<Replayed> {
     let recorder = Rc::try_unwrap(recorder).map_or_else(|shared| shared.take(), RefCell::into_inner);
     let Recorder { timeline, peak, mut map, events, .. } = recorder;
     map.rewind();
-    let map = PeakMap::new(&map);
+    let mut map = PeakMap::new(&map);
+    map.committed_bytes = peak.map_or(0, |peak| peak.committed_bytes);
     Ok(Replayed { result, summary, events, timeline, has_reserved, peak, map })
 }
 
@@ -305,6 +306,8 @@ impl MapState {
                 remove_range(&mut self.mapped, offset, offset + size);
                 self.journal.push(Undo::Unmap { offset, size });
             }
+            // The map shows addresses; which physical pages they show does not change it.
+            Placement::Pages { .. } => {}
         }
     }
 
@@ -385,7 +388,7 @@ fn size_class(size: u64) -> usize {
     SIZE_CLASSES.iter().position(|&(below, _, _)| size < below).unwrap_or(SIZE_CLASSES.len() - 1)
 }
 
-/// One committed range at the peak with the allocations in it.
+/// One mapped range at the peak with the allocations in it.
 struct CommittedRange {
     start: u64,
     end: u64,
@@ -400,6 +403,10 @@ struct CommittedRange {
 #[derive(Default)]
 struct PeakMap {
     ranges: Vec<CommittedRange>,
+    /// Bytes of the mapped ranges.
+    mapped_bytes: u64,
+    /// Bytes committed at the peak (the device's count): less than `mapped_bytes` where a physical page shows
+    /// at several addresses.
     committed_bytes: u64,
     used_bytes: u64,
     allocations: u64,
@@ -461,7 +468,7 @@ impl PeakMap {
             }
             note_free(cursor, range.end, range);
             range.allocations = allocations;
-            map.committed_bytes += range.end - range.start;
+            map.mapped_bytes += range.end - range.start;
             map.free_ranges += range.free_ranges;
             map.free_bytes += range.free_bytes;
             if range.largest_free.1 > map.largest_free.1 {
@@ -645,7 +652,8 @@ fn figures(name: &str, policy: &Policy, replayed: &Replayed) -> serde_json::Valu
         "peak_event": replayed.peak.map(|peak| peak.event),
         "map": {
             "committed_bytes": map.committed_bytes,
-            "committed_ranges": map.ranges.len(),
+            "mapped_bytes": map.mapped_bytes,
+            "mapped_ranges": map.ranges.len(),
             "allocations": map.allocations,
             "used_bytes": map.used_bytes,
             "free_ranges": map.free_ranges,
@@ -852,7 +860,7 @@ fn map_section(page: &mut String, map: &PeakMap) {
     }
     let _ = writeln!(
         page,
-        "<span><span class=\"swatch\" style=\"background:{FREE_COLOUR}\"></span>committed, free</span>\
+        "<span><span class=\"swatch\" style=\"background:{FREE_COLOUR}\"></span>mapped, free</span>\
          <span><span class=\"swatch\" style=\"background:none;border:2px solid #000\"></span>largest free range\
          </span></div>"
     );
@@ -860,10 +868,12 @@ fn map_section(page: &mut String, map: &PeakMap) {
         if map.free_bytes == 0 { 0.0 } else { 1.0 - map.largest_free.1 as f64 / map.free_bytes as f64 };
     let _ = writeln!(
         page,
-        "<p class=\"figures\">Committed ranges <b>{}</b> \u{b7} committed <b>{}</b> \u{b7} live allocations <b>{}</b> \
-         using <b>{}</b> \u{b7} free inside committed memory <b>{}</b> in <b>{}</b> ranges \u{b7} largest free \
-         range <b>{}</b> \u{b7} fragmentation (1 \u{2212} largest free / free) <b>{:.2}</b></p>",
+        "<p class=\"figures\">Mapped ranges <b>{}</b> \u{b7} mapped <b>{}</b> (committed <b>{}</b>: a physical page \
+         may show at several addresses) \u{b7} live allocations <b>{}</b> using <b>{}</b> \u{b7} free inside \
+         mapped memory <b>{}</b> in <b>{}</b> ranges \u{b7} largest free range <b>{}</b> \u{b7} fragmentation \
+         (1 \u{2212} largest free / free) <b>{:.2}</b></p>",
         map.ranges.len(),
+        bytes(map.mapped_bytes),
         bytes(map.committed_bytes),
         map.allocations,
         bytes(map.used_bytes),
@@ -1259,7 +1269,7 @@ mod tests {
         state.apply(Placement::Alloc { id: 2, offset: 50, size: 50 });
         state.apply(Placement::Alloc { id: 3, offset: 1000, size: 100 });
         let map = PeakMap::new(&state);
-        assert_eq!((map.ranges.len(), map.committed_bytes, map.used_bytes), (2, 200, 170));
+        assert_eq!((map.ranges.len(), map.mapped_bytes, map.used_bytes), (2, 200, 170));
         assert_eq!((map.free_ranges, map.free_bytes, map.largest_free), (2, 30, (30, 20)));
         assert_eq!(map.outside, 0);
     }

@@ -5,7 +5,6 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::alloc::Layout;
-use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::device::{
@@ -548,10 +547,11 @@ unsafe impl Device for HostDevice {
     }
 }
 
-// SAFETY: committed pages are real: in real mode each committed range is `mprotect`ed readable and writable
-// inside the reservation's own `mmap` until `decommit` or `release`, which only the caller triggers;
-// simulated reservations have no host address, so nothing can touch their (absent) pages. Reservations are
-// distinct `mmap`s (the kernel never hands out overlapping mappings) or, simulated, have no addresses at all.
+// SAFETY: mapped pages are real: in real mode each mapped range is a shared mapping of the reservation's own
+// memory file, at the bytes of the physical pages it was mapped onto, until `unmap_pages` or `release`, which only
+// the caller triggers; distinct physical pages are distinct bytes of that file. Simulated reservations have no
+// host address, so nothing can touch their (absent) pages. Reservations are distinct `mmap`s (the kernel never
+// hands out overlapping mappings) or, simulated, have no addresses at all.
 unsafe impl VirtualMemory for HostDevice {
     type Reservation = HostReservation;
 
@@ -560,7 +560,7 @@ unsafe impl VirtualMemory for HostDevice {
         if memory_type as usize >= self.profile.properties.types.len() || !granularity.is_power_of_two() {
             return None;
         }
-        // Real pages can only be protected whole.
+        // Real pages can only be mapped whole.
         Some(granularity.max(self.os_page_size))
     }
 
@@ -574,6 +574,10 @@ unsafe impl VirtualMemory for HostDevice {
                 "reservation size {size:#x} is not a non-zero multiple of {granularity:#x}"
             )));
         }
+        let pages = usize::try_from(size / granularity)
+            .ok()
+            .filter(|&pages| u32::try_from(pages).is_ok())
+            .ok_or(DeviceError::Unsupported("reservation has too many pages"))?;
         let mapping = match self.mode {
             HostMode::Real => Some(os::reserve(size)?),
             HostMode::Simulated => None,
@@ -584,83 +588,141 @@ unsafe impl VirtualMemory for HostDevice {
             memory_type,
             heap_index,
             size,
+            granularity,
             mapping,
-            committed: Mutex::new(CommittedRanges::default()),
+            pages: Mutex::new(PageTable::new(pages)),
         })
     }
 
     unsafe fn release(&self, reservation: HostReservation) {
         let foreign = reservation.device_id != self.id;
-        let leftover = lock(&reservation.committed).bytes;
+        let leftover = lock(&reservation.pages).alive * reservation.granularity;
         if let Some(mapping) = &reservation.mapping {
-            // SAFETY: `mapping` is the reservation's own `mmap`, unmapped once: `HostReservation` is not
-            // `Clone` and is consumed here. That nothing uses its pages is the caller's condition 1.
+            // SAFETY: `mapping` is the reservation's own `mmap` and file, released once: `HostReservation` is
+            // not `Clone` and is consumed here. That nothing uses its pages is the caller's condition 1.
             unsafe { os::release(mapping) };
         }
         if !foreign {
             let mut ledger = self.ledger();
-            // Unmapping returned any pages still committed; keep the usage figures true.
+            // Releasing freed any pages still mapped; keep the usage figures true.
             ledger.discharge(reservation.heap_index, leftover);
             ledger.counters.releases += 1;
         }
         debug_assert!(!foreign, "release: the reservation belongs to another device");
-        debug_assert!(leftover == 0, "release: {leftover:#x} bytes are still committed");
+        debug_assert!(leftover == 0, "release: {leftover:#x} bytes are still mapped");
     }
 
-    unsafe fn commit(
+    unsafe fn map_pages(
         &self,
         reservation: &HostReservation,
         offset: u64,
-        size: u64,
+        pages: &[u32],
     ) -> Result<(), DeviceError> {
+        let granularity = reservation.granularity;
+        let size = (pages.len() as u64).saturating_mul(granularity);
         let end = self.check_virtual_range(reservation, offset, size)?;
         let (_, _, heap_size) = self.memory_type(reservation.memory_type)?;
-        // Held throughout, so that no other commit or decommit of this reservation interleaves.
-        let mut committed = lock(&reservation.committed);
-        if committed.overlaps(offset, end) {
-            return Err(DeviceError::Other(format!(
-                "range {offset:#x}+{size:#x} is already committed, wholly or in part"
-            )));
+        let (first, last) = ((offset / granularity) as usize, (end / granularity) as usize);
+        // Held throughout, so that no other map or unmap of this reservation interleaves.
+        let mut table = lock(&reservation.pages);
+        table.cover(last);
+        if let Some(page) = (first..last).find(|&page| table.mapped[page] != 0) {
+            return Err(DeviceError::Other(format!("page {page} is already mapped")));
         }
-        self.ledger().admit(Operation::Commit, reservation.heap_index, heap_size, size)?;
+        if let Some(&id) = pages.iter().find(|&&id| id as usize >= table.pages) {
+            return Err(DeviceError::Other(format!("physical page {id} is out of range")));
+        }
+        if let Some(&highest) = pages.iter().max() {
+            table.cover_ids(highest as usize + 1);
+        }
+        if let Some(id) = table.repeated(pages) {
+            return Err(DeviceError::Other(format!("physical page {id} is named twice")));
+        }
+        let new = pages.iter().filter(|&&id| table.mappings[id as usize] == 0).count() as u64 * granularity;
+        self.ledger().admit(Operation::Commit, reservation.heap_index, heap_size, new)?;
         if let Some(mapping) = &reservation.mapping {
-            // SAFETY: the range was checked to lie inside the reservation's mapping and to be aligned to the
-            // granularity, a multiple of the host page size in real mode.
-            if let Err(error) = unsafe { os::commit(mapping, offset, size) } {
-                self.ledger().revert(Operation::Commit, reservation.heap_index, size);
-                return Err(error);
+            // One shared mapping per run of consecutive ids.
+            let mut start = 0;
+            while start < pages.len() {
+                let mut end = start + 1;
+                while end < pages.len() && pages[end] == pages[end - 1].wrapping_add(1) {
+                    end += 1;
+                }
+                let run_offset = offset + start as u64 * granularity;
+                let run_size = (end - start) as u64 * granularity;
+                // SAFETY: the run lies inside the reservation's mapping, is aligned to the granularity (a
+                // multiple of the host page size), and is unmapped (checked above, under the lock); the file
+                // bytes are those of its physical pages, inside the file (ids below the page count).
+                let mapped =
+                    unsafe { os::map(mapping, run_offset, run_size, u64::from(pages[start]) * granularity) };
+                if let Err(error) = mapped {
+                    // Undo the runs mapped so far; pages created by them were never used.
+                    // SAFETY: `[offset, run_offset)` was mapped just above and nothing has used it yet.
+                    let _ = unsafe { os::unmap(mapping, offset, run_offset - offset) };
+                    for &id in &pages[..start] {
+                        if table.mappings[id as usize] == 0 {
+                            // SAFETY: the page was created by this call and is mapped nowhere now.
+                            let _ = unsafe { os::free(mapping, u64::from(id) * granularity, granularity) };
+                        }
+                    }
+                    self.ledger().revert(Operation::Commit, reservation.heap_index, new);
+                    return Err(error);
+                }
+                start = end;
             }
         }
-        committed.insert(offset, end);
+        for (page, &id) in (first..last).zip(pages) {
+            table.mapped[page] = id + 1;
+            if table.mappings[id as usize] == 0 {
+                table.alive += 1;
+            }
+            table.mappings[id as usize] += 1;
+        }
         Ok(())
     }
 
-    unsafe fn decommit(&self, reservation: &HostReservation, offset: u64, size: u64) {
+    unsafe fn unmap_pages(&self, reservation: &HostReservation, offset: u64, size: u64) {
         let end = match self.check_virtual_range(reservation, offset, size) {
             Ok(end) => end,
             Err(error) => {
-                debug_assert!(false, "decommit: {error}");
+                debug_assert!(false, "unmap_pages: {error}");
                 return;
             }
         };
-        let mut committed = lock(&reservation.committed);
-        if !committed.covers(offset, end) {
-            drop(committed);
-            debug_assert!(false, "decommit: range {offset:#x}+{size:#x} is not wholly committed");
+        let granularity = reservation.granularity;
+        let (first, last) = ((offset / granularity) as usize, (end / granularity) as usize);
+        let mut table = lock(&reservation.pages);
+        table.cover(last);
+        if table.mapped[first..last].contains(&0) {
+            drop(table);
+            debug_assert!(false, "unmap_pages: range {offset:#x}+{size:#x} is not wholly mapped");
             return;
         }
         if let Some(mapping) = &reservation.mapping {
             // SAFETY: the range lies inside the reservation's mapping, is granularity-aligned (a multiple of
-            // the host page size in real mode) and committed; that nothing uses it is the caller's condition
-            // 1.
-            let result = unsafe { os::decommit(mapping, offset, size) };
-            // The pages are gone or inaccessible either way; the books follow the caller's intent.
-            debug_assert!(result.is_ok(), "decommit: {result:?}");
+            // the host page size) and mapped; that nothing uses it is the caller's condition 1.
+            let result = unsafe { os::unmap(mapping, offset, size) };
+            // The pages are inaccessible either way; the books follow the caller's intent.
+            debug_assert!(result.is_ok(), "unmap_pages: {result:?}");
         }
-        committed.remove(offset, end);
-        drop(committed);
+        let mut freed = 0;
+        for page in first..last {
+            let id = table.mapped[page] - 1;
+            table.mapped[page] = 0;
+            table.mappings[id as usize] -= 1;
+            if table.mappings[id as usize] == 0 {
+                freed += 1;
+                if let Some(mapping) = &reservation.mapping {
+                    // SAFETY: the physical page's last mapping is gone: no address maps its bytes.
+                    let result = unsafe { os::free(mapping, u64::from(id) * granularity, granularity) };
+                    debug_assert!(result.is_ok(), "unmap_pages: {result:?}");
+                }
+            }
+        }
+        table.alive -= freed;
+        drop(table);
         let mut ledger = self.ledger();
-        ledger.discharge(reservation.heap_index, size);
+        ledger.discharge(reservation.heap_index, freed * granularity);
         ledger.counters.decommits += 1;
     }
 
@@ -723,9 +785,11 @@ pub struct HostReservation {
     memory_type: u32,
     heap_index: usize,
     size: u64,
-    /// The `mmap` behind it in real mode.
+    /// Page size.
+    granularity: u64,
+    /// The `mmap` and memory file behind it in real mode.
     mapping: Option<os::Mapping>,
-    committed: Mutex<CommittedRanges>,
+    pages: Mutex<PageTable>,
 }
 
 impl HostReservation {
@@ -741,59 +805,59 @@ impl HostReservation {
 
     /// Bytes committed in it now.
     pub fn committed_bytes(&self) -> u64 {
-        lock(&self.committed).bytes
+        lock(&self.pages).alive * self.granularity
     }
 }
 
-/// The committed ranges of one reservation: disjoint, non-adjacent `start -> end` runs (adjacent runs are
-/// merged, so a wholly committed range always lies inside one run).
-#[derive(Debug, Default)]
-struct CommittedRanges {
-    runs: BTreeMap<u64, u64>,
-    bytes: u64,
+/// The pages of one reservation: which physical page each address page shows, and at how many addresses each
+/// physical page is mapped (a physical page is alive while that is above zero).
+#[derive(Debug)]
+struct PageTable {
+    /// Address pages in the reservation (and the bound on physical page ids).
+    pages: usize,
+    /// Per address page: the physical page mapped there, plus one (0: unmapped); grown on demand.
+    mapped: Vec<u32>,
+    /// Per physical page: how many address pages it is mapped at; grown on demand.
+    mappings: Vec<u32>,
+    /// Physical pages alive.
+    alive: u64,
+    /// Per physical page: the stamp of the last `map_pages` call that named it, to find ids named twice.
+    seen: Vec<u32>,
+    stamp: u32,
 }
 
-impl CommittedRanges {
-    /// Whether any byte of `[start, end)` is committed.
-    fn overlaps(&self, start: u64, end: u64) -> bool {
-        // Runs are sorted and disjoint: only the last run starting before `end` can reach past `start`.
-        self.runs.range(..end).next_back().is_some_and(|(_, &run_end)| run_end > start)
+impl PageTable {
+    fn new(pages: usize) -> PageTable {
+        PageTable { pages, mapped: Vec::new(), mappings: Vec::new(), alive: 0, seen: Vec::new(), stamp: 0 }
     }
 
-    /// Whether every byte of `[start, end)` is committed.
-    fn covers(&self, start: u64, end: u64) -> bool {
-        self.runs.range(..=start).next_back().is_some_and(|(_, &run_end)| run_end >= end)
+    /// Grows `mapped` to cover address pages below `end` (at most the reservation's).
+    fn cover(&mut self, end: usize) {
+        if end > self.mapped.len() {
+            self.mapped.resize(end.max(self.mapped.len() * 2).min(self.pages), 0);
+        }
     }
 
-    /// Records `[start, end)` as committed; it must not overlap a run.
-    fn insert(&mut self, start: u64, end: u64) {
-        let mut run_start = start;
-        let mut run_end = end;
-        if let Some((&before_start, &before_end)) = self.runs.range(..start).next_back()
-            && before_end == start
-        {
-            run_start = before_start;
+    /// Grows `mappings` (and `seen`) to cover ids below `end`.
+    fn cover_ids(&mut self, end: usize) {
+        if end > self.mappings.len() {
+            let len = end.max(self.mappings.len() * 2).min(self.pages);
+            self.mappings.resize(len, 0);
+            self.seen.resize(len, 0);
         }
-        if let Some(after_end) = self.runs.remove(&end) {
-            run_end = after_end;
-        }
-        self.runs.insert(run_start, run_end);
-        self.bytes += end - start;
     }
 
-    /// Records `[start, end)` as no longer committed; it must be covered.
-    fn remove(&mut self, start: u64, end: u64) {
-        let Some((&run_start, &run_end)) = self.runs.range(..=start).next_back() else {
-            return;
-        };
-        self.runs.remove(&run_start);
-        if run_start < start {
-            self.runs.insert(run_start, start);
+    /// An id named twice in `pages` (all covered), if any: one pass with a fresh stamp.
+    fn repeated(&mut self, pages: &[u32]) -> Option<u32> {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.seen.fill(0);
+            self.stamp = 1;
         }
-        if end < run_end {
-            self.runs.insert(end, run_end);
-        }
-        self.bytes -= end - start;
+        pages
+            .iter()
+            .copied()
+            .find(|&id| core::mem::replace(&mut self.seen[id as usize], self.stamp) == self.stamp)
     }
 }
 
@@ -924,17 +988,19 @@ mod os {
 
     use crate::device::DeviceError;
 
-    /// An anonymous `PROT_NONE` mapping owned by one reservation.
+    /// An anonymous `PROT_NONE` mapping owned by one reservation, and the memory file its physical pages live
+    /// in: physical page `id` is the file's bytes at `id × page size`, mapped shared wherever it is mapped.
     #[derive(Debug)]
     pub(super) struct Mapping {
         pub(super) base: NonNull<u8>,
         len: usize,
+        file: libc::c_int,
     }
 
-    // SAFETY: a `Mapping` is an address range owned by one reservation, which any thread may protect or
-    // unmap; the pages behind it are used only by callers bound by the `VirtualMemory` contract.
+    // SAFETY: a `Mapping` is an address range and a file owned by one reservation, which any thread may map,
+    // unmap or release; the pages behind it are used only by callers bound by the `VirtualMemory` contract.
     unsafe impl Send for Mapping {}
-    // SAFETY: shared references only read `base` and `len`; see `Send`.
+    // SAFETY: shared references only read `base`, `len` and `file`; see `Send`.
     unsafe impl Sync for Mapping {}
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -969,71 +1035,140 @@ mod os {
         }
     }
 
-    /// Reserves `size` bytes of address space, inaccessible and backed by nothing.
+    /// A memory file of `size` bytes (sparse: no memory until pages are written).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn memory_file(size: u64) -> Result<libc::c_int, DeviceError> {
+        let size = libc::off_t::try_from(size).map_err(|_| DeviceError::OutOfHostMemory)?;
+        // SAFETY: the name is a NUL-terminated string; the call creates a new file descriptor or fails.
+        let file = unsafe { libc::memfd_create(c"memcarve-pages".as_ptr(), libc::MFD_CLOEXEC) };
+        if file < 0 {
+            return Err(os_error("memfd_create"));
+        }
+        // SAFETY: `file` is the descriptor just created, owned here.
+        if unsafe { libc::ftruncate(file, size) } != 0 {
+            let error = os_error("ftruncate");
+            // SAFETY: as above; closed once, on this error path.
+            unsafe { libc::close(file) };
+            return Err(error);
+        }
+        Ok(file)
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn memory_file(_size: u64) -> Result<libc::c_int, DeviceError> {
+        Err(DeviceError::Unsupported("real virtual memory needs memfd_create (Linux)"))
+    }
+
+    /// Reserves `size` bytes of address space, inaccessible, with a memory file of the same size for its
+    /// physical pages.
     pub(super) fn reserve(size: u64) -> Result<Mapping, DeviceError> {
         let len = usize::try_from(size).map_err(|_| DeviceError::OutOfHostMemory)?;
+        let file = memory_file(size)?;
         let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | MAP_NORESERVE;
         // SAFETY: a new anonymous mapping at an address of the kernel's choosing (null hint, no MAP_FIXED)
         // cannot alias or disturb any existing memory.
         let address = unsafe { libc::mmap(core::ptr::null_mut(), len, libc::PROT_NONE, flags, -1, 0) };
         if address == libc::MAP_FAILED {
-            return Err(os_error("mmap"));
+            let error = os_error("mmap");
+            // SAFETY: `file` was created above and is closed once, on this error path.
+            unsafe { libc::close(file) };
+            return Err(error);
         }
         match NonNull::new(address.cast::<u8>()) {
-            Some(base) => Ok(Mapping { base, len }),
+            Some(base) => Ok(Mapping { base, len, file }),
             None => {
-                // SAFETY: the kernel just mapped `len` bytes at address 0 for us alone; nothing refers to
-                // them.
-                unsafe { libc::munmap(address, len) };
+                // SAFETY: the kernel just mapped `len` bytes at address 0 for us alone, and created `file` for
+                // us; nothing refers to either.
+                unsafe {
+                    libc::munmap(address, len);
+                    libc::close(file);
+                }
                 Err(DeviceError::Other("mmap returned address 0".into()))
             }
         }
     }
 
-    /// Makes `[offset, offset + size)` of `mapping` readable and writable.
+    /// Maps `[offset, offset + size)` of `mapping` readable and writable onto the memory file's bytes from
+    /// `file_offset` on, shared: every range mapped onto the same bytes shows the same memory.
     ///
     /// # Safety
     ///
-    /// 1. The range is page-aligned.
-    pub(super) unsafe fn commit(mapping: &Mapping, offset: u64, size: u64) -> Result<(), DeviceError> {
+    /// 1. The range and `file_offset` are page-aligned, and nothing uses the range's addresses (they are
+    ///    unmapped in the heap's books).
+    pub(super) unsafe fn map(
+        mapping: &Mapping,
+        offset: u64,
+        size: u64,
+        file_offset: u64,
+    ) -> Result<(), DeviceError> {
         let (address, len) = range(mapping, offset, size)?;
-        // SAFETY: the range lies inside `mapping` (checked by `range`), which this reservation owns, and is
-        // page-aligned (the caller's condition 1); making it accessible invalidates no reference.
-        if unsafe { libc::mprotect(address, len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
-            return Err(os_error("mprotect"));
+        let file_offset = libc::off_t::try_from(file_offset).map_err(|_| DeviceError::OutOfHostMemory)?;
+        let flags = libc::MAP_SHARED | libc::MAP_FIXED;
+        // SAFETY: the range lies inside `mapping` (checked by `range`), which this reservation owns, so
+        // MAP_FIXED replaces only its own inaccessible pages, which nothing uses (the caller's condition 1).
+        let mapped = unsafe {
+            libc::mmap(address, len, libc::PROT_READ | libc::PROT_WRITE, flags, mapping.file, file_offset)
+        };
+        if mapped == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
         }
         Ok(())
     }
 
-    /// Drops the pages of `[offset, offset + size)` of `mapping` and makes the range inaccessible again.
+    /// Makes `[offset, offset + size)` of `mapping` inaccessible and backed by nothing again.
     ///
     /// # Safety
     ///
-    /// 1. The range is page-aligned and nothing uses its memory any more.
-    pub(super) unsafe fn decommit(mapping: &Mapping, offset: u64, size: u64) -> Result<(), DeviceError> {
+    /// 1. The range is page-aligned and nothing uses its memory through these addresses any more.
+    pub(super) unsafe fn unmap(mapping: &Mapping, offset: u64, size: u64) -> Result<(), DeviceError> {
         let (address, len) = range(mapping, offset, size)?;
-        // SAFETY: the range lies inside `mapping` (checked by `range`) and is page-aligned; discarding its
-        // contents is fine because nothing uses them (both the caller's condition 1).
-        if unsafe { libc::madvise(address, len, libc::MADV_DONTNEED) } != 0 {
-            return Err(os_error("madvise"));
-        }
-        // SAFETY: as above; revoking access harms nobody, since nothing uses the range.
-        if unsafe { libc::mprotect(address, len, libc::PROT_NONE) } != 0 {
-            return Err(os_error("mprotect"));
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | MAP_NORESERVE;
+        // SAFETY: the range lies inside `mapping` (checked by `range`); replacing it with an inaccessible
+        // anonymous mapping harms nobody, since nothing uses it (the caller's condition 1).
+        let mapped = unsafe { libc::mmap(address, len, libc::PROT_NONE, flags, -1, 0) };
+        if mapped == libc::MAP_FAILED {
+            return Err(os_error("mmap"));
         }
         Ok(())
     }
 
-    /// Unmaps `mapping`.
+    /// Gives the memory file's bytes `[file_offset, file_offset + size)` back to the system: they read as zero
+    /// when next mapped.
+    ///
+    /// # Safety
+    ///
+    /// 1. No address maps these bytes any more.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub(super) unsafe fn free(mapping: &Mapping, file_offset: u64, size: u64) -> Result<(), DeviceError> {
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(file_offset), libc::off_t::try_from(size)) else {
+            return Err(DeviceError::Other("range outside the memory file".into()));
+        };
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: `mapping.file` is the reservation's own memory file; punching a hole only drops bytes that no
+        // address maps (the caller's condition 1).
+        if unsafe { libc::fallocate(mapping.file, mode, offset, len) } != 0 {
+            return Err(os_error("fallocate"));
+        }
+        Ok(())
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub(super) unsafe fn free(_mapping: &Mapping, _file_offset: u64, _size: u64) -> Result<(), DeviceError> {
+        Err(DeviceError::Unsupported("real virtual memory needs Linux"))
+    }
+
+    /// Unmaps `mapping` and closes its memory file.
     ///
     /// # Safety
     ///
     /// 1. Nothing uses the mapping's memory any more, and it is not released again.
     pub(super) unsafe fn release(mapping: &Mapping) {
-        // SAFETY: `mapping` is exactly a mapping `reserve` created; the caller's condition 1 covers its users
-        // and a second release.
+        // SAFETY: `mapping` is exactly a mapping `reserve` created, with its file; the caller's condition 1
+        // covers its users and a second release.
         let result = unsafe { libc::munmap(mapping.base.as_ptr().cast(), mapping.len) };
         debug_assert!(result == 0, "munmap failed: {}", std::io::Error::last_os_error());
+        // SAFETY: as above: the file is closed once, with its mapping.
+        unsafe { libc::close(mapping.file) };
     }
 }
 
@@ -1067,14 +1202,26 @@ mod os {
     /// # Safety
     ///
     /// None: unreachable, `Mapping` has no values.
-    pub(super) unsafe fn commit(mapping: &Mapping, _offset: u64, _size: u64) -> Result<(), DeviceError> {
+    pub(super) unsafe fn map(
+        mapping: &Mapping,
+        _offset: u64,
+        _size: u64,
+        _file: u64,
+    ) -> Result<(), DeviceError> {
         match mapping._never {}
     }
 
     /// # Safety
     ///
     /// None: unreachable, `Mapping` has no values.
-    pub(super) unsafe fn decommit(mapping: &Mapping, _offset: u64, _size: u64) -> Result<(), DeviceError> {
+    pub(super) unsafe fn unmap(mapping: &Mapping, _offset: u64, _size: u64) -> Result<(), DeviceError> {
+        match mapping._never {}
+    }
+
+    /// # Safety
+    ///
+    /// None: unreachable, `Mapping` has no values.
+    pub(super) unsafe fn free(mapping: &Mapping, _file_offset: u64, _size: u64) -> Result<(), DeviceError> {
         match mapping._never {}
     }
 
@@ -1092,6 +1239,37 @@ mod tests {
     use crate::device::ExportKind;
 
     type F = MemoryPropertyFlags;
+
+    /// A plain commit and decommit in terms of pages: each address page mapped onto the physical page of its
+    /// own index.
+    trait Commit {
+        unsafe fn commit(
+            &self,
+            reservation: &HostReservation,
+            offset: u64,
+            size: u64,
+        ) -> Result<(), DeviceError>;
+        unsafe fn decommit(&self, reservation: &HostReservation, offset: u64, size: u64);
+    }
+
+    impl Commit for HostDevice {
+        unsafe fn commit(
+            &self,
+            reservation: &HostReservation,
+            offset: u64,
+            size: u64,
+        ) -> Result<(), DeviceError> {
+            let first = offset / reservation.granularity;
+            let ids: Vec<u32> = (0..size / reservation.granularity).map(|i| (first + i) as u32).collect();
+            // SAFETY: the caller's; the host device validates every argument itself.
+            unsafe { self.map_pages(reservation, offset, &ids) }
+        }
+
+        unsafe fn decommit(&self, reservation: &HostReservation, offset: u64, size: u64) {
+            // SAFETY: the caller's.
+            unsafe { self.unmap_pages(reservation, offset, size) }
+        }
+    }
 
     fn device(profile: MemoryProfile, mode: HostMode) -> HostDevice {
         HostDevice::new(HostConfig::new(profile, mode))
@@ -1564,7 +1742,7 @@ mod tests {
             assert_eq!(*base.add(G2 as usize + 17), 0xab);
             device.commit(&reservation, 0, G2).unwrap();
             #[cfg(target_os = "linux")]
-            assert_eq!(*base.add(17), 0, "MADV_DONTNEED drops private anonymous pages");
+            assert_eq!(*base.add(17), 0, "a physical page freed and created again reads as zero");
             *base.add(17) = 5;
             assert_eq!(*base.add(17), 5);
             assert_eq!(usage(&device), vec![2 * G2]);
@@ -1619,7 +1797,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(debug_assertions, should_panic(expected = "not wholly committed"))]
+    #[cfg_attr(debug_assertions, should_panic(expected = "not wholly mapped"))]
     fn decommitting_an_uncommitted_page_is_caught() {
         let device = device(MemoryProfile::discrete(), HostMode::Simulated);
         // SAFETY: the host device validates every argument itself.
@@ -1703,26 +1881,51 @@ mod tests {
     }
 
     #[test]
-    fn committed_ranges_merge_and_split() {
-        let mut ranges = CommittedRanges::default();
-        ranges.insert(10, 20);
-        ranges.insert(30, 40);
-        ranges.insert(20, 30);
-        assert_eq!(ranges.runs.iter().collect::<Vec<_>>(), [(&10, &40)]);
-        assert!(ranges.covers(10, 40) && ranges.covers(15, 35) && !ranges.covers(5, 15));
-        assert!(
-            ranges.overlaps(0, 11)
-                && ranges.overlaps(39, 50)
-                && !ranges.overlaps(0, 10)
-                && !ranges.overlaps(40, 50)
-        );
-        ranges.remove(20, 30);
-        assert_eq!(ranges.runs.iter().collect::<Vec<_>>(), [(&10, &20), (&30, &40)]);
-        assert!(!ranges.covers(15, 35));
-        ranges.remove(10, 20);
-        ranges.remove(30, 40);
-        assert!(ranges.runs.is_empty());
-        assert_eq!(ranges.bytes, 0);
+    #[cfg_attr(miri, ignore = "Miri cannot mmap with PROT_NONE")]
+    fn physical_pages_show_at_each_of_their_addresses_and_live_while_mapped() {
+        for mode in [HostMode::Real, HostMode::Simulated] {
+            let device = device(MemoryProfile::integrated(), mode);
+            // SAFETY: ranges are aligned and inside the reservation; only mapped pages are touched.
+            unsafe {
+                let reservation = device.reserve(0, 8 * G2).unwrap();
+                device.map_pages(&reservation, 0, &[5, 6]).unwrap();
+                device.map_pages(&reservation, 4 * G2, &[6]).unwrap(); // page 6 at a second address
+                assert_eq!((reservation.committed_bytes(), usage(&device)), (2 * G2, vec![2 * G2]));
+                if let Some(base) = device.host_address(&reservation) {
+                    let base = base.as_ptr();
+                    assert_eq!(*base.add(G2 as usize + 9), 0, "new pages read as zero");
+                    *base.add(G2 as usize + 9) = 0x5a;
+                    assert_eq!(*base.add(4 * G2 as usize + 9), 0x5a, "the same memory at both addresses");
+                }
+                // Unmapping one address keeps the page alive for the other.
+                device.unmap_pages(&reservation, G2, G2);
+                assert_eq!(reservation.committed_bytes(), 2 * G2);
+                if let Some(base) = device.host_address(&reservation) {
+                    assert_eq!(*base.as_ptr().add(4 * G2 as usize + 9), 0x5a);
+                }
+                // Its last mapping gone, it is freed, and comes back zeroed.
+                device.unmap_pages(&reservation, 4 * G2, G2);
+                assert_eq!((reservation.committed_bytes(), usage(&device)), (G2, vec![G2]));
+                device.map_pages(&reservation, 2 * G2, &[6]).unwrap();
+                if let Some(base) = device.host_address(&reservation) {
+                    assert_eq!(*base.as_ptr().add(2 * G2 as usize + 9), 0);
+                }
+                // Ids out of range or named twice are errors and change nothing.
+                for pages in [&[1, 1][..], &[8], &[u32::MAX]] {
+                    assert!(matches!(
+                        device.map_pages(&reservation, 6 * G2, pages),
+                        Err(DeviceError::Other(_))
+                    ));
+                }
+                assert_eq!(reservation.committed_bytes(), 2 * G2);
+                device.unmap_pages(&reservation, 0, G2);
+                device.unmap_pages(&reservation, 2 * G2, G2);
+                device.release(reservation);
+            }
+            assert_eq!(usage(&device), vec![0]);
+            let counters = device.counters();
+            assert_eq!((counters.commits, counters.decommits, counters.committed_bytes), (3, 4, 0));
+        }
     }
 
     #[test]
