@@ -704,6 +704,41 @@ impl Tlsf {
         Ok(found.map(|(index, bin, offset)| self.take(index, bin, offset, asize, alignment, class)))
     }
 
+    /// Like [`Tlsf::allocate_where`], but shows `place` only the range `allocate` would take (its good fit, or
+    /// the head of the lowest bin that surely holds the request): O(1). For callers that take TLSF's choice of
+    /// range but want a say in the position inside it.
+    pub fn allocate_good_fit_where(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        place: impl FnOnce(u64, u64) -> Option<u64>,
+    ) -> Result<Option<UsedRange>, Error> {
+        validate_request(size, alignment, self.capacity)?;
+        if !self.can_take_slots(2) {
+            return Err(Error::TooManyAllocations);
+        }
+        let granularity = self.min_granularity();
+        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
+        let alignment_eff = alignment.max(granularity);
+        let classes_meet = self.classes_meet(class);
+        let units = asize >> self.granularity_shift;
+        let bin = bin_of(units);
+        let found = if alignment <= granularity && !classes_meet {
+            self.find_plain(units, asize, bin)
+        } else {
+            self.find_fitting(asize, alignment_eff, class, classes_meet, bin)
+        };
+        let Some((index, bin, _)) = found else { return Ok(None) };
+        let node = &self.nodes[index as usize];
+        let Some(offset) = place(node.offset, node.size)
+            .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(self.take(index, bin, offset, asize, alignment, class)))
+    }
+
     /// Like [`Tlsf::allocate_where`], but shows `place` only the last range by address, when it is free: O(1).
     /// For callers that keep the end of the capacity for fresh ranges (a virtual heap placing a request on
     /// address pages it has never mapped).

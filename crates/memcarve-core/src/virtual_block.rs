@@ -158,6 +158,20 @@ impl<T> VirtualBlock<T> {
         Ok(range.map(|range| self.adopt(range, size, None)))
     }
 
+    /// Like [`VirtualBlock::allocate_where`], but shows `place` only the free range [`VirtualBlock::allocate`]
+    /// would take (O(1)); `place` picks the position inside it. `Ok(None)` when `place` declines or no range
+    /// is found that way (the near-out-of-memory scan of `allocate` is not made).
+    pub fn allocate_good_fit_where(
+        &mut self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+        place: impl FnOnce(u64, u64) -> Option<u64>,
+    ) -> Result<Option<Allocation>, Error> {
+        let range = self.tlsf.allocate_good_fit_where(size, alignment, class, place)?;
+        Ok(range.map(|range| self.adopt(range, size, None)))
+    }
+
     /// Like [`VirtualBlock::allocate_where`], but shows `place` only the last free range by address, and only
     /// when it reaches the end of the capacity: O(1). `Ok(None)` when `place` declines or the end is in use.
     pub fn allocate_at_end_where(
@@ -381,6 +395,44 @@ mod tests {
         block.free(placed.handle).unwrap();
         block.free(fence).unwrap();
         assert_eq!(block.stats().largest_free_range, 1 << 16);
+    }
+
+    #[test]
+    fn allocate_good_fit_where_shows_the_range_allocate_would_take() {
+        let mut block = VirtualBlock::<()>::new(1 << 16).unwrap();
+        let a = block.allocate(4096, 1, Buffer).unwrap();
+        let fence = block.allocate(1024, 1, Buffer).unwrap();
+        block.free(a).unwrap();
+        // Free: [0, 4096) and [5120, 65536). A 2 KiB request's good fit is the first; the caller takes its end.
+        let mut shown = None;
+        let placed = block
+            .allocate_good_fit_where(2048, 512, Buffer, |offset, size| {
+                shown = Some((offset, size));
+                Some(offset + size - 2048)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!((placed.offset, shown), (2048, Some((0, 4096))));
+        block.check().unwrap();
+        // Declined, or a position that does not hold the request: nothing taken.
+        let before = block.stats();
+        assert_eq!(block.allocate_good_fit_where(1024, 1, Buffer, |_, _| None).unwrap(), None);
+        assert_eq!(block.allocate_good_fit_where(1024, 1, Buffer, |o, s| Some(o + s - 512)).unwrap(), None);
+        assert_eq!(block.allocate_good_fit_where(1024, 256, Buffer, |o, _| Some(o + 1)).unwrap(), None);
+        assert_eq!(
+            block.allocate_good_fit_where(1 << 17, 1, Buffer, |o, _| Some(o)).map(|_| ()),
+            Err(Error::SizeTooLarge { size: 1 << 17, capacity: 1 << 16 })
+        );
+        assert_eq!(block.stats(), before);
+        // The same range `allocate` takes (freeing restores the same free ranges).
+        let by_where = block.allocate_good_fit_where(1024, 1, Buffer, |o, _| Some(o)).unwrap().unwrap();
+        block.free(by_where.handle).unwrap();
+        let by_allocate = block.allocate(1024, 1, Buffer).unwrap();
+        assert_eq!(by_allocate.offset, by_where.offset);
+        for handle in [placed.handle, fence.handle, by_allocate.handle] {
+            block.free(handle).unwrap();
+        }
+        block.check().unwrap();
     }
 
     #[test]

@@ -533,22 +533,23 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         alignment: u64,
         may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
-        let mut allocation = match self.ranges.allocate(size, alignment, ResourceClass::Unknown) {
-            Ok(allocation) => allocation,
-            Err(_) => return Ok(None),
-        };
-        let (mut first, mut last) = self.pages(allocation.offset, self.span(size));
-        if self.unready(first, last) {
-            // The good fit needs driver calls; a free range on ready pages needs none.
-            let _ = self.ranges.free(allocation.handle);
-            allocation = match self.place_on_ready(size, alignment) {
+        // TLSF's good fit when its pages are ready; otherwise a free range on ready pages, which needs no driver
+        // call either; otherwise a placement that needs one.
+        let good_fit = self.place_in_good_fit(size, alignment);
+        let found_ready = good_fit.is_some();
+        let allocation = match good_fit {
+            Some(allocation) => allocation,
+            None => match self.place_on_ready(size, alignment) {
                 Some(allocation) => allocation,
                 None => match self.place_needing_one_call(vm, size, alignment) {
                     Some(allocation) => allocation,
                     None => return Ok(None),
                 },
-            };
-            (first, last) = self.pages(allocation.offset, self.span(size));
+            },
+        };
+        let (first, last) = self.pages(allocation.offset, self.span(size));
+        if !found_ready {
+            self.cover_pages(last + 1);
             if self.unready(first, last) {
                 if !may_commit {
                     let _ = self.ranges.free(allocation.handle);
@@ -571,6 +572,35 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
+    }
+
+    /// TLSF's good fit, at its start or, where the start's pages are not ready, at its end, if the pages there
+    /// are ready (O(pages of the request)).
+    fn place_in_good_fit(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
+        let span = self.span(size);
+        let shift = self.page_shift;
+        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let place = |start: u64, len: u64| {
+            // Pages past the per-page vectors were never mapped.
+            let end = (start + len).min((mapped.len() as u64) << shift);
+            let mut ready = |offset: u64| {
+                offset + span <= end
+                    && highest_unready(
+                        mapped,
+                        phys,
+                        (offset >> shift) as usize,
+                        ((offset + span - 1) >> shift) as usize,
+                    )
+                    .is_none()
+            };
+            let first = start.checked_next_multiple_of(alignment)?;
+            if ready(first) {
+                return Some(first);
+            }
+            let last = (start + len).checked_sub(span)? / alignment * alignment;
+            (last > first && ready(last)).then_some(last)
+        };
+        self.ranges.allocate_good_fit_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
     }
 
     /// Places a request on ready pages only, looking at up to 64 free ranges (smallest first) and, in them, at

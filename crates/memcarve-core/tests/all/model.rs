@@ -14,14 +14,15 @@ enum Op {
         alignment_log2: u32,
         class: u8,
     },
-    /// `allocate_where` (or, `at_end`, `allocate_at_end_where`) answering `shift` bytes into each range shown
-    /// (often a position that does not hold the request: misaligned, or running past the range).
+    /// `allocate_where` (`mode` 0), `allocate_at_end_where` (1) or `allocate_good_fit_where` (2) answering `shift`
+    /// bytes into each range shown (often a position that does not hold the request: misaligned, or running past
+    /// the range).
     AllocateWhere {
         size: u64,
         alignment_log2: u32,
         class: u8,
         shift: u64,
-        at_end: bool,
+        mode: u8,
     },
     Free {
         index: usize,
@@ -39,9 +40,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (1u64..5000, 0u32..10, 0u8..4)
             .prop_map(|(size, alignment_log2, class)| Op::Allocate { size, alignment_log2, class }),
-        2 => (1u64..5000, 0u32..10, 0u8..4, 0u64..3000, any::<bool>()).prop_map(
-            |(size, alignment_log2, class, shift, at_end)| {
-                Op::AllocateWhere { size, alignment_log2, class, shift, at_end }
+        3 => (1u64..5000, 0u32..10, 0u8..4, 0u64..3000, 0u8..3).prop_map(
+            |(size, alignment_log2, class, shift, mode)| {
+                Op::AllocateWhere { size, alignment_log2, class, shift, mode }
             }
         ),
         4 => any::<usize>().prop_map(|index| Op::Free { index }),
@@ -133,7 +134,7 @@ fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64) {
                     Err(other) => panic!("unexpected {other:?}"),
                 }
             }
-            Op::AllocateWhere { size, alignment_log2, class, shift, at_end } => {
+            Op::AllocateWhere { size, alignment_log2, class, shift, mode } => {
                 let class = ResourceClass::from_u8(class).unwrap();
                 let alignment = 1u64 << alignment_log2;
                 let mut shown = Vec::new();
@@ -141,15 +142,15 @@ fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64) {
                     shown.push((offset, offset + len));
                     Some(offset + shift)
                 };
-                let placed = if at_end {
-                    block.allocate_at_end_where(size, alignment, class, answer)
-                } else {
-                    block.allocate_where(size, alignment, class, 4, &mut answer)
+                let placed = match mode {
+                    0 => block.allocate_where(size, alignment, class, 4, &mut answer),
+                    1 => block.allocate_at_end_where(size, alignment, class, answer),
+                    _ => block.allocate_good_fit_where(size, alignment, class, answer),
                 };
-                assert!(shown.len() <= if at_end { 1 } else { 4 });
+                assert!(shown.len() <= if mode == 0 { 4 } else { 1 });
                 let gaps = model.gaps(block.capacity());
                 assert!(shown.iter().all(|range| gaps.contains(range)), "only free ranges are shown");
-                if at_end {
+                if mode == 1 {
                     assert!(shown.iter().all(|&(_, end)| end == block.capacity()), "only the last range");
                 }
                 match placed {
