@@ -887,10 +887,10 @@ impl<D: Device> Allocator<D> {
             return Err(Error::InvalidAlignment { alignment: desc.alignment });
         }
         // Fast path: memory already committed in the best type's pool needs no budget (and no device query).
-        if let Some(best_type) = best_memory_type(&self.properties, desc)
+        if self.config.virtual_heap.is_none()
             && desc.dedicated == Dedicated::No
             && desc.size < self.config.dedicated_threshold
-            && self.config.virtual_heap.is_none()
+            && let Some(best_type) = best_memory_type(&self.properties, desc)
         {
             let mut pool = lock(self.pool(best_type, desc.class));
             let span = self.span(best_type, desc);
