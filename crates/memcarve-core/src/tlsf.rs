@@ -675,6 +675,23 @@ impl Tlsf {
         None
     }
 
+    /// What the `allocate_*where` entry points check and derive first: the request is valid and a split has
+    /// slots. Returns the rounded size, the effective alignment and whether classes must be kept apart.
+    fn placed_request(
+        &self,
+        size: u64,
+        alignment: u64,
+        class: ResourceClass,
+    ) -> Result<(u64, u64, bool), Error> {
+        validate_request(size, alignment, self.capacity)?;
+        if !self.can_take_slots(2) {
+            return Err(Error::TooManyAllocations);
+        }
+        let granularity = self.min_granularity();
+        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
+        Ok((asize, alignment.max(granularity), self.classes_meet(class)))
+    }
+
     /// Allocates where the caller prefers: `place(offset, size)` is shown free ranges, smallest bins first (from
     /// the request's own bin up), and answers where in the range the request should start, if anywhere; the
     /// first answer that holds the request (alignment, bounds, classes) is taken. At most `limit` ranges are
@@ -688,14 +705,7 @@ impl Tlsf {
         limit: usize,
         mut place: impl FnMut(u64, u64) -> Option<u64>,
     ) -> Result<Option<UsedRange>, Error> {
-        validate_request(size, alignment, self.capacity)?;
-        if !self.can_take_slots(2) {
-            return Err(Error::TooManyAllocations);
-        }
-        let granularity = self.min_granularity();
-        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
-        let alignment_eff = alignment.max(granularity);
-        let classes_meet = self.classes_meet(class);
+        let (asize, alignment_eff, classes_meet) = self.placed_request(size, alignment, class)?;
         let found = self.find_free(bin_of(asize >> self.granularity_shift), limit, |index| {
             let node = &self.nodes[index as usize];
             place(node.offset, node.size)
@@ -714,29 +724,14 @@ impl Tlsf {
         class: ResourceClass,
         place: impl FnOnce(u64, u64) -> Option<u64>,
     ) -> Result<Option<UsedRange>, Error> {
-        validate_request(size, alignment, self.capacity)?;
-        if !self.can_take_slots(2) {
-            return Err(Error::TooManyAllocations);
-        }
-        let granularity = self.min_granularity();
-        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
-        let alignment_eff = alignment.max(granularity);
-        let classes_meet = self.classes_meet(class);
+        let (asize, alignment_eff, classes_meet) = self.placed_request(size, alignment, class)?;
         let units = asize >> self.granularity_shift;
-        let bin = bin_of(units);
-        let found = if alignment <= granularity && !classes_meet {
-            self.find_plain(units, asize, bin)
+        let found = if alignment <= self.min_granularity() && !classes_meet {
+            self.find_plain(units, asize, bin_of(units))
         } else {
-            self.find_fitting(asize, alignment_eff, class, classes_meet, bin)
+            self.find_fitting(asize, alignment_eff, class, classes_meet, bin_of(units))
         };
-        let Some((index, bin, _)) = found else { return Ok(None) };
-        let node = &self.nodes[index as usize];
-        let Some(offset) = place(node.offset, node.size)
-            .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))
-        else {
-            return Ok(None);
-        };
-        Ok(Some(self.take(index, bin, offset, asize, alignment, class)))
+        Ok(found.and_then(|(index, _, _)| self.take_where(index, asize, alignment, class, place)))
     }
 
     /// Like [`Tlsf::allocate_where`], but shows `place` only the last range by address, when it is free: O(1).
@@ -749,26 +744,31 @@ impl Tlsf {
         class: ResourceClass,
         place: impl FnOnce(u64, u64) -> Option<u64>,
     ) -> Result<Option<UsedRange>, Error> {
-        validate_request(size, alignment, self.capacity)?;
-        if !self.can_take_slots(2) {
-            return Err(Error::TooManyAllocations);
-        }
+        let (asize, _, _) = self.placed_request(size, alignment, class)?;
         let index = self.last_phys;
         if index == NIL || !self.nodes[index as usize].is_free() {
             return Ok(None);
         }
-        let granularity = self.min_granularity();
-        let asize = align_up(size, granularity).ok_or(Error::OutOfMemory { size, alignment })?;
-        let alignment_eff = alignment.max(granularity);
+        Ok(self.take_where(index, asize, alignment, class, place))
+    }
+
+    /// Shows free node `index` to `place` and takes the position it answers, if that holds the request
+    /// (`asize` rounded bytes; alignment, bounds, classes).
+    fn take_where(
+        &mut self,
+        index: u32,
+        asize: u64,
+        alignment: u64,
+        class: ResourceClass,
+        place: impl FnOnce(u64, u64) -> Option<u64>,
+    ) -> Option<UsedRange> {
+        let alignment_eff = alignment.max(self.min_granularity());
         let classes_meet = self.classes_meet(class);
         let node = &self.nodes[index as usize];
-        let Some(offset) = place(node.offset, node.size)
-            .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))
-        else {
-            return Ok(None);
-        };
         let bin = bin_of(node.size >> self.granularity_shift);
-        Ok(Some(self.take(index, bin, offset, asize, alignment, class)))
+        let offset = place(node.offset, node.size)
+            .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))?;
+        Some(self.take(index, bin, offset, asize, alignment, class))
     }
 
     /// Carves `[offset, offset + size)` out of free node `index`, which is in `bin`. Padding in front becomes a
