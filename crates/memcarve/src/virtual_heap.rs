@@ -268,10 +268,6 @@ struct PhysicalPage {
 }
 
 impl PhysicalPages {
-    fn new() -> PhysicalPages {
-        PhysicalPages::default()
-    }
-
     /// An id for a new physical page (not alive yet, not free).
     fn new_id(&mut self) -> u32 {
         if let Some(id) = self.spare_ids.pop() {
@@ -292,9 +288,8 @@ impl PhysicalPages {
         }
     }
 
-    /// Counts page `id` as no longer free (its queue entry goes stale).
-    fn remove_free(&mut self, id: u32) {
-        let _ = id;
+    /// Counts one free page fewer (the page's queue entry goes stale and is skipped when met).
+    fn remove_free(&mut self) {
         self.free_count -= 1;
     }
 
@@ -393,7 +388,7 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VirtualHeap").field("stats", &self.stats).finish_non_exhaustive()
+        f.debug_struct("VirtualHeap").field("stats", &self.stats()).finish_non_exhaustive()
     }
 }
 
@@ -437,7 +432,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             next_alias: Vec::new(),
             mapped_end: 0,
             page_count: pages,
-            phys: PhysicalPages::new(),
+            phys: PhysicalPages::default(),
             release: Arc::clone(&config.release),
             stats: VirtualHeapStats::default(),
             events: None,
@@ -446,8 +441,13 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         })
     }
 
+    /// The counters, with the committed and empty bytes read off the physical pages' books.
     pub fn stats(&self) -> VirtualHeapStats {
-        self.stats
+        VirtualHeapStats {
+            committed_bytes: self.phys.alive << self.page_shift,
+            empty_bytes: self.phys.free_count << self.page_shift,
+            ..self.stats
+        }
     }
 
     /// Starts (or stops) recording page events.
@@ -497,9 +497,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     fn state(&self) -> HeapState {
+        let stats = self.stats();
         HeapState {
-            committed_bytes: self.stats.committed_bytes,
-            empty_bytes: self.stats.empty_bytes,
+            committed_bytes: stats.committed_bytes,
+            empty_bytes: stats.empty_bytes,
             live_bytes: self.stats.live_bytes,
             peak_committed_bytes: self.stats.peak_committed_bytes,
             peak_live_bytes: self.stats.peak_live_bytes,
@@ -548,20 +549,17 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             },
         };
         let (first, last) = self.pages(allocation.offset, self.span(size));
-        if !found_ready {
-            self.cover_pages(last + 1);
-            if self.unready(first, last) {
-                if !may_commit {
-                    let _ = self.ranges.free(allocation.handle);
-                    return Ok(None);
-                }
-                if let Err(error) = self.make_ready(vm, first, last, size) {
-                    // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
-                    // the release policy.
-                    let _ = self.ranges.free(allocation.handle);
-                    self.release(vm);
-                    return Err(error);
-                }
+        if !found_ready && self.unready(first, last) {
+            if !may_commit {
+                let _ = self.ranges.free(allocation.handle);
+                return Ok(None);
+            }
+            if let Err(error) = self.make_ready(vm, first, last, size) {
+                // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
+                // the release policy.
+                let _ = self.ranges.free(allocation.handle);
+                self.release(vm);
+                return Err(error);
             }
         }
         for page in first..=last {
@@ -661,7 +659,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                         low = page + 1;
                     }
                     // Every page is ready; two of them may still show one physical page.
-                    None => match highest_unready(mapped, phys, low.min(first_page.max(low)), last) {
+                    None => match highest_unready(mapped, phys, low, last) {
                         None => return Some(offset),
                         Some(page) => {
                             low = page + 1;
@@ -799,13 +797,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                     created += 1;
                     self.phys.new_id()
                 }
-                Some(id) => {
-                    self.phys.remove_free(id);
-                    self.stats.empty_bytes -= self.page_size();
-                    id
-                }
+                Some(id) => id,
             };
-            self.phys.ids[id as usize].owner = page as u32 + 1;
+            self.claim(id, page);
             ids.push(id);
         }
         let own = ids.len();
@@ -829,7 +823,6 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 ids.push(self.phys.new_id());
                 new_ahead += 1;
             }
-            created += new_ahead;
         }
         let offset = (first as u64) << self.page_shift;
         let Some(reservation) = self.reservation.as_ref() else {
@@ -851,9 +844,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 self.phys.alive += 1;
                 if index >= own {
                     // A new page ahead of the request: free.
-                    self.phys.ids[slot].owner = 0;
-                    self.phys.push_free(id);
-                    self.stats.empty_bytes += self.page_size();
+                    self.unclaim(id);
                 }
             }
             self.mapped[page] = id + 1;
@@ -865,8 +856,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.mapped_end = self.mapped_end.max(first + ids.len());
         self.stats.mapped_bytes += size;
         self.stats.commits += 1;
-        self.stats.committed_bytes += created << self.page_shift;
-        self.stats.peak_committed_bytes = self.stats.peak_committed_bytes.max(self.stats.committed_bytes);
+        self.stats.peak_committed_bytes =
+            self.stats.peak_committed_bytes.max(self.phys.alive << self.page_shift);
         self.note(PageEvent::Commit { offset, size }, &ids);
         Ok(())
     }
@@ -880,9 +871,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 self.phys.ids[id as usize].owner = 0;
                 self.phys.spare_ids.push(id);
             } else if index < own {
-                self.phys.ids[id as usize].owner = 0;
-                self.phys.push_free(id);
-                self.stats.empty_bytes += self.page_size();
+                self.unclaim(id);
             }
         }
     }
@@ -914,10 +903,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.phys.ids[slot].mappings -= 1;
             if self.phys.ids[slot].mappings == 0 {
                 self.phys.alive -= 1;
-                self.stats.committed_bytes -= self.page_size();
                 if self.phys.ids[slot].owner == 0 {
-                    self.phys.remove_free(id);
-                    self.stats.empty_bytes -= self.page_size();
+                    self.phys.remove_free();
                 }
                 self.phys.ids[slot].owner = 0;
                 self.phys.spare_ids.push(id);
@@ -954,23 +941,31 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Makes page `page` (mapped, ready) the user of its physical page.
     fn take_page(&mut self, page: usize) {
         let id = self.mapped[page] - 1;
-        let owner = &mut self.phys.ids[id as usize].owner;
-        if *owner == 0 {
-            *owner = page as u32 + 1;
-            self.phys.remove_free(id);
-            self.stats.empty_bytes -= self.page_size();
+        if self.phys.ids[id as usize].owner == 0 {
+            self.claim(id, page);
         }
     }
 
     /// The inverse of [`VirtualHeap::take_page`] for a page no allocation uses any more.
     fn leave_page(&mut self, page: usize) {
-        if self.page_users[page] != 0 {
-            return;
+        if self.page_users[page] == 0 {
+            self.unclaim(self.mapped[page] - 1);
         }
-        let id = self.mapped[page] - 1;
+    }
+
+    /// Makes address page `page` the user of physical page `id`, which is free (and off the free count from now
+    /// on) or new (not mapped yet).
+    fn claim(&mut self, id: u32, page: usize) {
+        if self.phys.is_free(id) {
+            self.phys.remove_free();
+        }
+        self.phys.ids[id as usize].owner = page as u32 + 1;
+    }
+
+    /// Makes physical page `id` (alive, or being mapped now) free.
+    fn unclaim(&mut self, id: u32) {
         self.phys.ids[id as usize].owner = 0;
         self.phys.push_free(id);
-        self.stats.empty_bytes += self.page_size();
     }
 
     /// Frees an allocation; pages it leaves empty are given to the release policy.
@@ -997,10 +992,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Gives back free physical pages, least recently freed first, until at most `keep` bytes of them are left:
     /// each goes when every address page it is mapped at is unmapped (one call per run of such pages).
     fn release_down_to(&mut self, vm: &V, keep: u64) {
-        if self.stats.empty_bytes <= keep {
+        let empty = self.stats().empty_bytes;
+        if empty <= keep {
             return;
         }
-        let excess = (self.stats.empty_bytes - keep).div_ceil(self.page_size());
+        let excess = (empty - keep).div_ceil(self.page_size());
         let mut pages = Vec::new();
         for id in self.phys.free_pages(excess as usize) {
             let mut alias = self.phys.ids[id as usize].first_alias;
@@ -1039,9 +1035,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Gives back every free physical page; returns the bytes given back.
     pub fn trim(&mut self, vm: &V) -> u64 {
-        let before = self.stats.committed_bytes;
+        let before = self.phys.alive;
         self.release_down_to(vm, 0);
-        before - self.stats.committed_bytes
+        (before - self.phys.alive) << self.page_shift
     }
 
     /// The host address of the heap's start (host memory only).
@@ -1075,9 +1071,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.mapped[start..page].fill(0);
         }
         self.mapped_end = 0;
-        self.phys = PhysicalPages::new();
-        self.stats.committed_bytes = 0;
-        self.stats.empty_bytes = 0;
+        self.phys = PhysicalPages::default();
         self.stats.mapped_bytes = 0;
         if let Some(reservation) = self.reservation.take() {
             // SAFETY: (1) the reservation came from `vm`, is released once (taken out of the Option), and every
@@ -1170,11 +1164,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             return fail("the free list or the alive count disagrees with the pages", 0);
         }
         let mapped = mappings.iter().map(|&count| u64::from(count)).sum::<u64>();
-        if alive << self.page_shift != self.stats.committed_bytes
-            || free << self.page_shift != self.stats.empty_bytes
-            || mapped << self.page_shift != self.stats.mapped_bytes
-        {
-            return fail("committed or empty bytes disagree with the pages", 0);
+        if mapped << self.page_shift != self.stats.mapped_bytes {
+            return fail("mapped bytes disagree with the pages", 0);
         }
         Ok(())
     }
