@@ -35,8 +35,9 @@ pub fn policies() -> Vec<Policy> {
     vec![
         Policy {
             name: "vmm",
-            description: "virtual heap (as the CUDA backend uses it), 2 MiB pages: committed memory kept within \
-                          4 % (at least 16 MiB) of the peak live bytes so far, commits running ahead within that budget",
+            description: "virtual heap (as the CUDA backend uses it), 2 MiB physical pages that may show at \
+                          several addresses: committed memory kept within 4 % (at least 16 MiB) of the peak live \
+                          bytes so far (or the peak committed), new pages committed ahead within that budget",
             config: AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()),
         },
         Policy {

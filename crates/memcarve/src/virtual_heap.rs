@@ -74,8 +74,8 @@ pub struct PeakSlack {
 }
 
 impl Default for PeakSlack {
-    /// 4 % slack, at least 16 MiB (8 pages of 2 MiB), and commits running ahead by up to a quarter of the
-    /// committed bytes: on the eight recorded traces it commits at most 1.04 × the peak live bytes
+    /// 4 % slack, at least 16 MiB (8 pages of 2 MiB), and new pages committed ahead by up to a quarter of the
+    /// committed bytes: on the eleven recorded traces it commits at most 1.048 × the peak live bytes
     /// (docs/BENCHMARKS.md).
     fn default() -> PeakSlack {
         PeakSlack { slack: 0.04, max_ahead_fraction: 0.25, min_spare_bytes: 16 << 20 }
@@ -219,9 +219,9 @@ pub struct VirtualHeapStats {
     pub empty_bytes: u64,
     /// Address space mapped: a physical page mapped at several addresses counts at each.
     pub mapped_bytes: u64,
-    /// Commit calls (one contiguous run each).
+    /// Map calls (one contiguous address range each, creating the physical pages it needs).
     pub commits: u64,
-    /// Decommit calls (one contiguous run each).
+    /// Unmap calls (one contiguous address range each, freeing the physical pages left mapped nowhere).
     pub decommits: u64,
     /// Live allocations.
     pub allocations: u64,

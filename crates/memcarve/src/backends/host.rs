@@ -224,17 +224,17 @@ pub struct HostCounters {
     pub reservations: u64,
     /// Reservations released.
     pub releases: u64,
-    /// Successful commits (each one driver operation, whatever its size).
+    /// Successful `map_pages` calls (each one driver operation, whatever its size).
     pub commits: u64,
-    /// Decommits.
+    /// `unmap_pages` calls.
     pub decommits: u64,
     /// Block creations and commits failed by [`FaultInjection`].
     pub injected_failures: u64,
     /// Block creation attempts (calls with valid arguments), the count `fail_block_creation_at` refers to.
     pub block_creation_attempts: u64,
-    /// Commit attempts (calls with valid arguments), the count `fail_commit_at` refers to.
+    /// `map_pages` attempts (calls with valid arguments), the count `fail_commit_at` refers to.
     pub commit_attempts: u64,
-    /// Bytes committed now over all heaps: live blocks plus committed virtual pages.
+    /// Bytes committed now over all heaps: live blocks plus alive physical pages of reservations.
     pub committed_bytes: u64,
 }
 
