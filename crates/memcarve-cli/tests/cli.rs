@@ -64,6 +64,20 @@ fn replay_prints_one_row_per_policy_and_writes_json() {
     assert!(default["overhead"].as_f64().unwrap() < default["pytorch_overhead"].as_f64().unwrap());
 }
 
+#[test]
+fn repeated_replay_reports_the_same_figures_once() {
+    let (_, once) = replay_json(&[], &["bert_infer.pickle.gz"]);
+    let (stdout, thrice) = replay_json(&["--repeat", "3"], &["bert_infer.pickle.gz"]);
+    assert_eq!(thrice.len(), 1, "one row per trace and policy, however many repeats: {stdout}");
+    for field in ["allocations", "peak_live_bytes", "peak_committed_bytes", "driver_ops"] {
+        assert_eq!(once[0][field], thrice[0][field], "{field}");
+    }
+    assert!(thrice[0]["ops_per_sec"].as_f64().unwrap() > 0.0);
+    let zero =
+        memcarve().args(["replay", "--repeat", "0"]).arg(trace("tiny_expandable_segments.pickle")).output();
+    assert!(!zero.unwrap().status.success(), "zero repeats is refused");
+}
+
 /// The placement log lets anyone check the replay: live allocations never overlap, always lie in mapped
 /// ranges, and committed bytes and driver operations add up.
 #[test]

@@ -38,6 +38,10 @@ pub struct ReplayArgs {
     /// (one trace, one policy).
     #[arg(long)]
     placements: Option<PathBuf>,
+    /// Replay each trace this many times, each time on a fresh allocator, and report the median throughput
+    /// (times on a shared machine are noisy); the other figures must come out the same every time.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
 }
 
 fn policy_help() -> String {
@@ -217,6 +221,30 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
     Ok(replayer.finish(trace.summary().pytorch))
 }
 
+/// Replays one trace under one policy `repeat` times (the placement log, if any, written the first time): the
+/// first result, with the median replay time of all.
+fn replay_repeated(
+    path: &PathBuf,
+    policy: &Policy,
+    placements: Option<&PathBuf>,
+    repeat: u32,
+) -> Result<ReplayResult> {
+    let mut first = replay_one(path, policy, placements)?;
+    let mut times = vec![first.replay_time];
+    for _ in 1..repeat {
+        let again = replay_one(path, policy, None)?;
+        let figures =
+            |r: &ReplayResult| (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.failures);
+        if figures(&again) != figures(&first) {
+            bail!("a repeated replay came out differently: {again:?} after {first:?}");
+        }
+        times.push(again.replay_time);
+    }
+    times.sort_unstable();
+    first.replay_time = times[times.len() / 2];
+    Ok(first)
+}
+
 /// Runs `memcarve replay`.
 pub fn run(args: &ReplayArgs) -> Result<()> {
     let chosen = chosen_policies(args)?;
@@ -226,7 +254,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let mut rows = Vec::new();
     for path in &args.traces {
         for policy in &chosen {
-            let result = replay_one(path, policy, args.placements.as_ref())
+            let result = replay_repeated(path, policy, args.placements.as_ref(), args.repeat)
                 .with_context(|| format!("replaying {} with {}", path.display(), policy.name))?;
             let name =
                 path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
