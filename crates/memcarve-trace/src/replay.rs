@@ -308,6 +308,20 @@ impl Replayer {
 
     /// Replays a batch of events (already read, so that reading is not timed).
     pub fn replay(&mut self, events: &[Event]) {
+        // The table of live allocations by id is the replay's, not the allocator's: it is grown before the clock
+        // starts, so that its growth (copies, fresh pages) is not counted as the allocator's time.
+        let highest = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Alloc(alloc) if alloc.id.0 < DENSE_IDS => Some(alloc.id.0 as usize),
+                _ => None,
+            })
+            .max();
+        if let Some(highest) = highest
+            && self.dense.len() <= highest
+        {
+            self.dense.resize_with(highest + 1, || None);
+        }
         let start = Instant::now();
         for event in events {
             match event {
