@@ -10,8 +10,9 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
     python3 scripts/record_snapshots.py OUTDIR [WORKLOAD ...]      # all workloads when none is named
 
 Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
-t5_beam_generate (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
-defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
+t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer (see WORKLOADS). Prints
+one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
+(with the torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -376,8 +377,170 @@ def t5_beam_generate(torch):
     return {"rounds": rounds, "num_beams": 4, "output_shapes": out_lengths, "token_sum": token_sum}
 
 
+def gpt2_sample_generate(torch):
+    """GPT-2 small (`GPT2LMHeadModel(GPT2Config())`, 12 layers, 768 wide), fp16, `generate` with top-k sampling (the
+    transformers dynamic KV cache grows a token at a time), 4 rounds (batch, prompt, new tokens) (1, 64, 48),
+    (8, 128, 40), (32, 32, 32), (4, 384, 32)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config()
+    model = GPT2LMHeadModel(config).eval()
+    rounds = [(1, 64, 48), (8, 128, 40), (32, 32, 32), (4, 384, 32)]  # batch, prompt, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for index, (batch, prompt, new) in enumerate(rounds):
+            torch.manual_seed(index)  # `generate` samples from the global generator
+            ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True, top_k=50,
+                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=0)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def moe_train(torch):
+    """A mixture-of-experts transformer in plain torch (4 layers, 512 wide, 8 heads; each layer's feed-forward is 8
+    experts of 2048 hidden with top-2 routing: per-expert gathers of the tokens routed to it and an `index_add_`
+    back), bf16 autocast, AdamW, 8 steps of different batch x length, so the experts see different numbers of
+    tokens every step."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class MoE(nn.Module):
+        def __init__(self, d, hidden, experts, k):
+            super().__init__()
+            self.router = nn.Linear(d, experts)
+            self.w1 = nn.ModuleList(nn.Linear(d, hidden) for _ in range(experts))
+            self.w2 = nn.ModuleList(nn.Linear(hidden, d) for _ in range(experts))
+            self.k = k
+
+        def forward(self, x):
+            b, t, d = x.shape
+            flat = x.reshape(-1, d)
+            gates = F.softmax(self.router(flat).float(), dim=-1)
+            weight, expert = gates.topk(self.k, dim=-1)
+            weight = (weight / weight.sum(-1, keepdim=True)).to(x.dtype)
+            out = torch.zeros_like(flat)
+            for e in range(len(self.w1)):
+                rows, slot = (expert == e).nonzero(as_tuple=True)
+                if rows.numel() == 0:
+                    continue
+                h = self.w2[e](F.gelu(self.w1[e](flat[rows])))
+                out.index_add_(0, rows, (h * weight[rows, slot, None]).to(out.dtype))
+            return out.reshape(b, t, d)
+
+    class Block(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.norm1, self.attn = nn.LayerNorm(d), nn.MultiheadAttention(d, heads, batch_first=True)
+            self.norm2, self.moe = nn.LayerNorm(d), MoE(d, 4 * d, 8, 2)
+
+        def forward(self, x):
+            h = self.norm1(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            return x + self.moe(self.norm2(x))
+
+    class Net(nn.Module):
+        def __init__(self, vocab=32000, d=512, layers=4, heads=8):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+            self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.norm(x))
+
+    torch.manual_seed(0)
+    model = Net()
+    shapes = [(16, 256), (8, 512), (32, 128), (4, 1024), (24, 256), (12, 384), (16, 512), (48, 96)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, seq in shapes:
+        ids = torch.randint(0, 32000, (batch, seq + 1), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(ids[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), ids[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, logits, loss
+    del model, opt
+    return {"shapes": shapes, "losses": losses}
+
+
+def bert_finetune_dynamic(torch):
+    """BERT-base sequence classification fine-tuning (`BertForSequenceClassification(BertConfig(num_labels=2))`),
+    fp16 autocast with GradScaler, AdamW, 16 steps with dynamic padding: each batch (16 to 48 sequences) is padded
+    to its own length (32 to 512 tokens), so every step has another shape."""
+    import random
+
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(num_labels=2))
+    rng = random.Random(0)
+    steps = [(rng.choice([16, 24, 32, 48]), rng.choice([32, 64, 96, 128, 192, 256, 384, 512])) for _ in range(16)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, length in steps:
+        ids = torch.randint(1, 30522, (batch, length), device="cuda", generator=gen)
+        lengths = torch.randint(length // 4, length + 1, (batch, 1), device="cuda", generator=gen)
+        mask = (torch.arange(length, device="cuda")[None, :] < lengths).long()
+        labels = torch.randint(0, 2, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(input_ids=ids * mask, attention_mask=mask, labels=labels).loss
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, lengths, mask, labels, loss
+    del model, opt, scaler
+    return {"steps": steps, "losses": losses}
+
+
+def convnext_infer(torch):
+    """torchvision ConvNeXt-Tiny inference, fp16, channels-last, 8 shapes (batch, image side) from 1 x 224 to
+    128 x 224 and 64 x 288, each run twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.convnext_tiny().eval()
+    shapes = [(1, 224), (8, 224), (32, 224), (128, 224), (16, 288), (64, 288), (4, 288), (96, 224)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16).to(memory_format=torch.channels_last)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    sums = []
+    with torch.inference_mode():
+        for batch, side in shapes:
+            for _ in range(2):
+                x = torch.randn(batch, 3, side, side, device="cuda", dtype=torch.float16, generator=gen)
+                logits = model(x.contiguous(memory_format=torch.channels_last))
+                sums.append(logits.float().sum().item())
+                del x, logits
+    del model
+    return {"shapes": shapes, "repeats": 2, "logit_sums": sums}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
-                                     gpt2_medium_ckpt_train, t5_beam_generate)}
+                                     gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
+                                     bert_finetune_dynamic, convnext_infer)}
 
 
 # ---------------------------------------------------------------- recording

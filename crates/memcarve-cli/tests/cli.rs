@@ -266,6 +266,8 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "two_stream_train.pickle.gz",
         "unet_denoise.pickle.gz",
         "vit_train_amp.pickle.gz",
+        "moe_train.pickle.gz",
+        "bert_finetune_dynamic.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -279,5 +281,23 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
             2 * driver_ops <= 3 * pytorch_ops,
             "{name}: {driver_ops} driver operations, PyTorch {pytorch_ops}"
         );
+    }
+}
+
+/// The shipped traces the default policy does not meet the memory and operation goal on yet (docs/BENCHMARKS.md,
+/// "Traces recorded after the policy"): their figures may not get worse than they are now.
+#[test]
+fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
+    // (trace, overhead at most, driver operations at most)
+    let ceilings = [("convnext_infer.pickle.gz", 1.038, 34), ("gpt2_sample_generate.pickle.gz", 1.064, 53)];
+    let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
+    let (_, rows) = replay_json(&[], &names);
+    assert_eq!(rows.len(), ceilings.len());
+    for (row, (name, overhead_max, ops_max)) in rows.iter().zip(ceilings) {
+        assert_eq!(row["name"], name);
+        let overhead = row["overhead"].as_f64().unwrap();
+        let driver_ops = row["driver_ops"].as_u64().unwrap();
+        assert!(overhead <= overhead_max, "{name}: overhead {overhead}, was at most {overhead_max}");
+        assert!(driver_ops <= ops_max, "{name}: {driver_ops} driver operations, were at most {ops_max}");
     }
 }

@@ -269,7 +269,7 @@ fn recorded_snapshots_match_an_independent_walk_and_the_recording_script() {
     assert_eq!(streams.len(), 3, "{streams:?}");
 }
 
-/// Three more snapshots recorded with `scripts/record_snapshots.py`, checked like the four above, with the
+/// More snapshots recorded with `scripts/record_snapshots.py`, checked like the four above, with the
 /// segment operations and live-at-end count the script printed too (traces/README.md). Each was recorded from an
 /// empty allocator, on one stream, within the GPU's memory.
 fn check_recorded(
@@ -299,4 +299,13 @@ fn gpt2_medium_ckpt_train_matches_an_independent_walk_and_the_recording_script()
 #[test]
 fn t5_beam_generate_matches_an_independent_walk_and_the_recording_script() {
     check_recorded("t5_beam_generate.pickle.gz", (35_933, 251.9, 276.0, 1.096), 36, 1);
+}
+
+/// Four more, recorded later the same way to judge issue 7's policy on traces it was not tuned on.
+#[test]
+fn later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("gpt2_sample_generate.pickle.gz", (57_837, 381.6, 414.0, 1.085), 21, 2);
+    check_recorded("moe_train.pickle.gz", (18_190, 6_041.7, 9_210.0, 1.524), 94, 3);
+    check_recorded("bert_finetune_dynamic.pickle.gz", (25_374, 11_284.9, 13_442.0, 1.191), 247, 3);
+    check_recorded("convnext_infer.pickle.gz", (2_922, 896.0, 1_362.0, 1.520), 21, 2);
 }
