@@ -268,6 +268,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "vit_train_amp.pickle.gz",
         "moe_train.pickle.gz",
         "bert_finetune_dynamic.pickle.gz",
+        "convnext_infer.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -289,7 +290,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
-    let ceilings = [("convnext_infer.pickle.gz", 1.038, 34), ("gpt2_sample_generate.pickle.gz", 1.064, 53)];
+    let ceilings = [("gpt2_sample_generate.pickle.gz", 1.064, 53)];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);
     assert_eq!(rows.len(), ceilings.len());
