@@ -537,15 +537,13 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
         // TLSF's good fit when its pages are ready; otherwise a free range on ready pages, which needs no driver
-        // call either; otherwise a placement that needs one.
-        let good_fit = self.place_in_good_fit(size, alignment);
-        let found_ready = good_fit.is_some();
-        let allocation = match good_fit {
-            Some(allocation) => allocation,
+        // call either (both checked their pages already); otherwise a placement that needs one.
+        let (allocation, found_ready) = match self.place_in_good_fit(size, alignment) {
+            Some(allocation) => (allocation, true),
             None => match self.place_on_ready(size, alignment) {
-                Some(allocation) => allocation,
+                Some(allocation) => (allocation, true),
                 None => match self.place_needing_one_call(vm, size, alignment) {
-                    Some(allocation) => allocation,
+                    Some(allocation) => (allocation, false),
                     None => return Ok(None),
                 },
             },
