@@ -22,8 +22,8 @@ use crate::diagnostics::{
 use crate::error::{Error, Result};
 use crate::mapping::{MappedAllocation, MappedPtr, Mapping, atom_range, check_range};
 use crate::policy::{
-    AllocationDesc, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, best_memory_type,
-    rank_memory_types,
+    AllocationDesc, AllocationOptions, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, Usage,
+    best_memory_type, rank_memory_types,
 };
 use crate::pool::{Placement, Pool};
 use crate::report::{BlockReport, RangeReport};
@@ -460,6 +460,9 @@ pub struct Allocator<D: Device> {
     /// Live counters and peaks per memory type.
     type_counters: Vec<TypeCounters>,
     events: Mutex<EventRing>,
+    /// The best memory type by flags for each [`Usage`] with no explicit flags and every type acceptable: the
+    /// common request, answered without ranking the types each time.
+    best_by_usage: [Option<u32>; 4],
 }
 
 impl<D: Device> core::fmt::Debug for Allocator<D> {
@@ -504,6 +507,9 @@ impl<D: Device> Allocator<D> {
         let type_counters = (0..properties.types.len()).map(|_| TypeCounters::default()).collect();
         let custom_pools = (0..MAX_CUSTOM_POOLS).map(|_| Mutex::new(None)).collect();
         let custom_generations = Mutex::new(vec![0; MAX_CUSTOM_POOLS]);
+        let best_by_usage = [Usage::GpuOnly, Usage::Upload, Usage::Readback, Usage::Automatic].map(|usage| {
+            best_memory_type(&properties, &AllocationDesc::new("", 1, AllocationOptions::new(usage)))
+        });
         Ok(Allocator {
             device,
             id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
@@ -520,6 +526,7 @@ impl<D: Device> Allocator<D> {
             custom_generations,
             record_pages: AtomicBool::new(false),
             events,
+            best_by_usage,
         })
     }
 
@@ -879,6 +886,25 @@ impl<D: Device> Allocator<D> {
         }
     }
 
+    /// [`best_memory_type`] for `desc`, from the table when `desc` is the common request.
+    fn best_type(&self, desc: &AllocationDesc<'_>) -> Option<u32> {
+        let options = &desc.options;
+        if desc.memory_type_bits == u32::MAX
+            && options.required_flags.is_empty()
+            && options.preferred_flags.is_empty()
+            && options.avoided_flags.is_empty()
+        {
+            let index = match options.usage {
+                Usage::GpuOnly => 0,
+                Usage::Upload => 1,
+                Usage::Readback => 2,
+                Usage::Automatic => 3,
+            };
+            return self.best_by_usage[index];
+        }
+        best_memory_type(&self.properties, desc)
+    }
+
     fn allocate_inner(&self, desc: &AllocationDesc<'_>) -> Result<Allocation> {
         if desc.size == 0 {
             return Err(Error::ZeroSize);
@@ -890,7 +916,7 @@ impl<D: Device> Allocator<D> {
         if self.config.virtual_heap.is_none()
             && desc.dedicated == Dedicated::No
             && desc.size < self.config.dedicated_threshold
-            && let Some(best_type) = best_memory_type(&self.properties, desc)
+            && let Some(best_type) = self.best_type(desc)
         {
             let mut pool = lock(self.pool(best_type, desc.class));
             let span = self.span(best_type, desc);
@@ -902,7 +928,7 @@ impl<D: Device> Allocator<D> {
         // Virtual-heap fast path: the best type's heap, without a budget query; budgets are consulted (through
         // the ranking below) once it runs out, and always under `RequireWithin` (a commit is new memory).
         if let (Some(heap_config), Some(vm)) = (&self.config.virtual_heap, self.device.virtual_memory())
-            && let Some(best_type) = best_memory_type(&self.properties, desc)
+            && let Some(best_type) = self.best_type(desc)
             && desc.dedicated == Dedicated::No
             && desc.options.budget != BudgetPolicy::RequireWithin
             && desc.size <= self.type_limit(best_type)

@@ -191,3 +191,33 @@ fn every_profile_serves_every_usage_it_can() {
         allocator.check().unwrap();
     }
 }
+
+#[test]
+fn the_common_request_gets_the_type_the_flags_rank_first() {
+    // Requests with no explicit flags take a precomputed answer; it must be the type ranking by flags puts
+    // first, in block mode and in virtual-heap mode, on every profile, for every usage.
+    use memcarve::Device;
+    use memcarve::policy::best_memory_type;
+    for profile in MemoryProfile::all() {
+        let name = profile.name;
+        for config in
+            [AllocatorConfig::default(), AllocatorConfig::default().with_virtual_heap(Default::default())]
+        {
+            let device = simulated(profile.clone());
+            let allocator = allocator(&device, config);
+            let properties = device.memory_properties().clone();
+            for usage in [Usage::GpuOnly, Usage::Upload, Usage::Readback, Usage::Automatic] {
+                let desc = AllocationDesc::new("x", 1 << 16, AllocationOptions::new(usage));
+                let Some(expected) = best_memory_type(&properties, &desc) else { continue };
+                // The first request creates memory, the second reuses it (the fast path).
+                let first = allocator.allocate(&desc).unwrap_or_else(|e| panic!("{name} {usage:?}: {e}"));
+                let second = allocator.allocate(&desc).unwrap_or_else(|e| panic!("{name} {usage:?}: {e}"));
+                assert_eq!(first.memory_type(), expected, "{name} {usage:?}");
+                assert_eq!(second.memory_type(), expected, "{name} {usage:?}");
+                allocator.free(first).unwrap();
+                allocator.free(second).unwrap();
+            }
+            allocator.check().unwrap();
+        }
+    }
+}
