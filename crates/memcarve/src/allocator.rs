@@ -238,7 +238,11 @@ pub struct BlockKey {
 
 /// An allocation's plain-data form, for FFI and tests ([`Allocation::into_raw`], [`Allocation::from_raw`]).
 /// Freeing it twice is detected.
+// Fields in declared order: left to reorder, the compiler packed the class byte against the place's fields,
+// and moving an allocation (returned by value, kept in a caller's table) then copied it with overlapping
+// unaligned moves that stall store-to-load forwarding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct RawAllocation {
     allocator: u32,
     memory_type: u32,
