@@ -1058,15 +1058,7 @@ impl<D: Device> Allocator<D> {
     ) -> Result<Allocation> {
         let mut slot = lock(&self.heaps[memory_type as usize]);
         if slot.is_none() {
-            let heap_size =
-                self.properties.heaps.get(self.heap_of(memory_type) as usize).map_or(0, |h| h.size);
-            let size = config
-                .reserve_size
-                .unwrap_or(heap_size.saturating_mul(VirtualHeapConfig::ADDRESS_SPACE_PER_HEAP_BYTE));
-            let mut heap =
-                VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?;
-            heap.record_events(self.record_pages.load(Ordering::Relaxed));
-            *slot = Some(heap);
+            self.create_heap(&mut slot, memory_type, vm, page_size, config)?;
         }
         let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
         heap.observe(self.config.event_capacity > 0);
@@ -1095,6 +1087,29 @@ impl<D: Device> Allocator<D> {
             }),
             None => Err(Error::OutOfMemory { size: desc.size }),
         }
+    }
+
+    /// Creates memory type `memory_type`'s virtual heap in `slot`. Apart from `allocate_virtual`, and never
+    /// inlined into it: a heap is large (its TLSF engine's tables are inline), and the space to build it in
+    /// would otherwise be part of every allocation's stack frame (and probed page by page on every call).
+    #[cold]
+    #[inline(never)]
+    fn create_heap(
+        &self,
+        slot: &mut Option<VirtualHeap<D::Virtual>>,
+        memory_type: u32,
+        vm: &D::Virtual,
+        page_size: u64,
+        config: &VirtualHeapConfig,
+    ) -> Result<()> {
+        let heap_size = self.properties.heaps.get(self.heap_of(memory_type) as usize).map_or(0, |h| h.size);
+        let size = config
+            .reserve_size
+            .unwrap_or(heap_size.saturating_mul(VirtualHeapConfig::ADDRESS_SPACE_PER_HEAP_BYTE));
+        let heap =
+            slot.insert(VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?);
+        heap.record_events(self.record_pages.load(Ordering::Relaxed));
+        Ok(())
     }
 
     /// The host address of a virtual-heap allocation when the heap is host memory (the host backend in real
