@@ -194,9 +194,9 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
     };
     if let Some(log) = &log {
         let log = std::rc::Rc::clone(log);
-        replayer = Box::new(replayer.with_placements(move |placement: Placement| {
+        *replayer = replayer.with_placements(move |placement: Placement| {
             let _ = writeln!(log.borrow_mut(), "{placement}");
-        }));
+        });
     }
     let started = Instant::now();
     let mut progress: Option<ProgressBar> = None;
