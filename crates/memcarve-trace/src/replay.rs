@@ -56,9 +56,16 @@ pub fn policies() -> Vec<Policy> {
         },
         Policy {
             name: "blocks",
-            description: "block mode (as Vulkan uses it): blocks of 32 MiB growing to 256 MiB, one empty block \
-                          cached per pool, dedicated blocks from 128 MiB",
+            description: "block mode (as Vulkan uses it): blocks of 32 MiB growing to 256 MiB, fullest block \
+                          first, dedicated blocks from 128 MiB; empty blocks and freed dedicated blocks kept \
+                          while committed memory stays within its peak so far",
             config: AllocatorConfig::default(),
+        },
+        Policy {
+            name: "blocks-eager",
+            description: "block mode giving blocks back at once: one empty block cached per pool, dedicated \
+                          blocks destroyed when freed",
+            config: AllocatorConfig::default().with_keep_blocks_within_peak(false),
         },
     ]
 }

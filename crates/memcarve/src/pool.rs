@@ -40,6 +40,9 @@ pub(crate) struct Pool<B> {
     blocks: Vec<Option<PoolBlock<B>>>,
     /// Generation the next block in each slot gets (kept across `None`).
     slot_generations: Vec<u32>,
+    /// Live block slots, kept roughly in order of free bytes, fullest first (one bubble pass per placement):
+    /// the order requests try the blocks in.
+    order: Vec<u32>,
     /// Size of the next regular block (grows to the maximum).
     pub next_block_size: u64,
     /// Blocks that hold no allocation right now.
@@ -54,19 +57,21 @@ impl<B> Pool<B> {
             class,
             blocks: Vec::new(),
             slot_generations: Vec::new(),
+            order: Vec::new(),
             next_block_size: first_block_size,
             empty_blocks: 0,
             committed_bytes: 0,
         }
     }
 
-    /// Places a request in an existing block, newest first (new blocks are the largest and least fragmented):
-    /// first with the O(1) search in every block, then, before the caller pays for a new block, with the scan
-    /// that finds any range that fits.
+    /// Places a request in an existing block, fullest first (as VMA does: allocations gather in few blocks,
+    /// and empty blocks stay empty, to be reused whole or given back): first with the O(1) search in every
+    /// block, then, before the caller pays for a new block, with the scan that finds any range that fits.
     pub fn place(&mut self, size: u64, alignment: u64) -> Option<Placement> {
+        self.sort_step();
         for scan in [false, true] {
-            for (index, slot) in self.blocks.iter_mut().enumerate().rev() {
-                let Some(entry) = slot else { continue };
+            for &index in &self.order {
+                let Some(entry) = self.blocks[index as usize].as_mut() else { continue };
                 if entry.ranges.free_bytes() < size {
                     continue;
                 }
@@ -81,7 +86,7 @@ impl<B> Pool<B> {
                         self.empty_blocks -= 1;
                     }
                     return Some(Placement {
-                        block_index: index as u32,
+                        block_index: index,
                         block_generation: entry.generation,
                         handle: allocation.handle,
                         offset: allocation.offset,
@@ -90,6 +95,20 @@ impl<B> Pool<B> {
             }
         }
         None
+    }
+
+    /// One bubble pass over `order` by free bytes (ties: the newer slot first): O(blocks), and the order is
+    /// sorted after a few placements while the blocks' fill changes a little at a time.
+    fn sort_step(&mut self) {
+        let key = |blocks: &[Option<PoolBlock<B>>], index: u32| {
+            let free = blocks[index as usize].as_ref().map_or(u64::MAX, |entry| entry.ranges.free_bytes());
+            (free, core::cmp::Reverse(index))
+        };
+        for at in 1..self.order.len() {
+            if key(&self.blocks, self.order[at - 1]) > key(&self.blocks, self.order[at]) {
+                self.order.swap(at - 1, at);
+            }
+        }
     }
 
     /// Adds a new (empty) block and returns its slot index.
@@ -115,6 +134,7 @@ impl<B> Pool<B> {
         };
         let generation = self.slot_generations[index];
         self.blocks[index] = Some(PoolBlock { block, ranges, size, generation, mapping });
+        self.order.push(index as u32);
         self.empty_blocks += 1;
         self.committed_bytes += size;
         Ok(index as u32)
@@ -168,6 +188,7 @@ impl<B> Pool<B> {
                 continue;
             }
             if let Some(entry) = self.blocks[index].take() {
+                self.order.retain(|&slot| slot as usize != index);
                 self.slot_generations[index] = entry.generation.wrapping_add(1);
                 self.empty_blocks -= 1;
                 self.committed_bytes -= entry.size;
@@ -181,6 +202,7 @@ impl<B> Pool<B> {
     pub fn take_all_blocks(&mut self) -> Vec<(B, Option<Mapping>, u64)> {
         self.empty_blocks = 0;
         self.committed_bytes = 0;
+        self.order.clear();
         self.blocks.drain(..).flatten().map(|entry| (entry.block, entry.mapping, entry.size)).collect()
     }
 

@@ -64,6 +64,7 @@ struct ConfigFile {
     max_memory_blocks: Option<u32>,
     dedicated_threshold: Option<u64>,
     max_empty_blocks_per_pool: Option<usize>,
+    keep_blocks_within_peak: Option<bool>,
     virtual_heap: Option<VirtualHeapFile>,
 }
 
@@ -102,7 +103,8 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
         .with_dedicated_threshold(file.dedicated_threshold.unwrap_or(base.dedicated_threshold))
         .with_max_empty_blocks_per_pool(
             file.max_empty_blocks_per_pool.unwrap_or(base.max_empty_blocks_per_pool),
-        );
+        )
+        .with_keep_blocks_within_peak(file.keep_blocks_within_peak.unwrap_or(base.keep_blocks_within_peak));
     if let Some(heap) = file.virtual_heap {
         let mut heap_config = VirtualHeapConfig::default();
         if let Some(size) = heap.reserve_size {

@@ -99,7 +99,9 @@ impl Failures for Allocator<Arc<HostDevice>> {
 #[test]
 fn dedicated_blocks_for_large_or_required_requests() {
     let device = simulated(MemoryProfile::discrete());
-    let config = AllocatorConfig::default().with_dedicated_threshold(64 << 20);
+    // Freed blocks are given back at once here (kept blocks: `kept_blocks_are_reused_within_the_peak`).
+    let config =
+        AllocatorConfig::default().with_dedicated_threshold(64 << 20).with_keep_blocks_within_peak(false);
     let allocator = allocator(&device, config);
     let big = allocator.allocate(&AllocationDesc::new("big", 100 << 20, MemoryLocation::GpuOnly)).unwrap();
     assert!(big.is_dedicated());
@@ -220,4 +222,59 @@ fn the_common_request_gets_the_type_the_flags_rank_first() {
             allocator.check().unwrap();
         }
     }
+}
+
+#[test]
+fn kept_blocks_are_reused_within_the_peak() {
+    const MIB: u64 = 1 << 20;
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default().with_dedicated_threshold(64 * MIB));
+    let desc = |size: u64| AllocationDesc::new("big", size, MemoryLocation::GpuOnly);
+
+    // A freed dedicated block stays, and serves a request up to a sixteenth smaller.
+    let first = allocator.allocate(&desc(150 * MIB)).unwrap();
+    let raw = first.into_raw();
+    allocator.free(memcarve::Allocation::from_raw(raw)).unwrap();
+    assert_eq!(device.counters().live_blocks, 1, "kept");
+    assert_eq!(allocator.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::DoubleFree);
+    let stats = allocator.stats().total;
+    assert_eq!((stats.committed_bytes, stats.used_bytes, stats.empty_block_count), (150 * MIB, 0, 1));
+    assert!(allocator.leak_report().is_empty(), "a kept block is no leak");
+    let again = allocator.allocate(&desc(145 * MIB)).unwrap();
+    assert!(again.is_dedicated() && again.size() == 145 * MIB);
+    assert_eq!(device.counters().blocks_created, 1, "reused, not created");
+    assert!(allocator.free(memcarve::Allocation::from_raw(raw)).is_err(), "the old handle stays stale");
+    allocator.free(again).unwrap();
+
+    // Too small for it (more than a sixteenth smaller): a new block, and the kept one goes first, so that
+    // committed memory does not pass its peak (150 MiB).
+    let small = allocator.allocate(&desc(100 * MIB)).unwrap();
+    assert_eq!(device.counters().blocks_created, 2);
+    assert_eq!(device.counters().live_blocks, 1, "the kept block was given back before the new one");
+    assert_eq!(allocator.diagnostics().peak_committed_bytes, 150 * MIB);
+    allocator.free(small).unwrap();
+
+    // Pools keep their empty blocks too, and a repeat of the same requests creates nothing.
+    let pooled = || (0..40).map(|_| allocator.allocate(&desc(3 * MIB)).unwrap()).collect::<Vec<_>>();
+    let live = pooled();
+    let created = device.counters().blocks_created;
+    for allocation in live {
+        allocator.free(allocation).unwrap();
+    }
+    let kept = device.counters().live_blocks;
+    assert!(kept > 1, "the pool's empty blocks and the dedicated block are kept");
+    let live = pooled();
+    assert_eq!(device.counters().blocks_created, created, "the kept blocks served the repeat");
+    for allocation in live {
+        allocator.free(allocation).unwrap();
+    }
+    allocator.check().unwrap();
+    assert_eq!(allocator.trim_empty_blocks() as u64, kept);
+    assert_eq!(device.counters().live_blocks, 0);
+
+    // A block that was asked for as its own is not kept: it may have been made for one resource.
+    let own = allocator.allocate(&desc(MIB).with_dedicated(Dedicated::Required)).unwrap();
+    allocator.free(own).unwrap();
+    assert_eq!(device.counters().live_blocks, 0);
+    allocator.check().unwrap();
 }

@@ -18,7 +18,10 @@ fn random_block_creation_failures_are_clean_errors() {
         let sizes = AllocationSizes::new(1 << 20, 4 << 20, 1 << 20, 4 << 20);
         let allocator = allocator(
             &device,
-            AllocatorConfig::default().with_sizes(sizes).with_max_empty_blocks_per_pool(0),
+            AllocatorConfig::default()
+                .with_sizes(sizes)
+                .with_max_empty_blocks_per_pool(0)
+                .with_keep_blocks_within_peak(false),
         );
         let mut rng = Rng::new(seed);
         let mut live = Vec::new();
@@ -52,7 +55,8 @@ fn random_block_creation_failures_are_clean_errors() {
 #[test]
 fn nth_failure_and_byte_limit() {
     let device = simulated(MemoryProfile::discrete());
-    let allocator = allocator(&device, AllocatorConfig::default());
+    // One empty block cached per pool, none kept beyond: out-of-memory is what reclaims it.
+    let allocator = allocator(&device, AllocatorConfig::default().with_keep_blocks_within_peak(false));
     // Only type 1 and then type 4 are device-local: fail the first creation, the request falls back to type 4.
     device.set_faults(FaultInjection { fail_block_creation_at: Some(1), ..FaultInjection::default() });
     let a = allocator.allocate(&AllocationDesc::new("a", 1 << 20, MemoryLocation::GpuOnly)).unwrap();
