@@ -363,6 +363,15 @@ fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last:
     (first..=last).rev().find(|&page| page_need(mapped, phys, page, epoch) != PageNeed::Ready)
 }
 
+/// Whether page `page` cannot be used as it is (unmapped, or showing a physical page another address page uses),
+/// leaving aside a physical page shown twice in one range.
+fn unready_alone(mapped: &[u32], phys: &PhysicalPages, page: usize) -> bool {
+    mapped[page].checked_sub(1).is_none_or(|id| {
+        let owner = phys.ids[id as usize].owner;
+        owner != 0 && owner != page as u32 + 1
+    })
+}
+
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
 pub(crate) struct VirtualHeap<V: VirtualMemory> {
     reservation: Option<V::Reservation>,
@@ -581,22 +590,29 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let place = |start: u64, len: u64| {
             // Pages past the per-page vectors were never mapped.
             let end = (start + len).min((mapped.len() as u64) << shift);
-            let mut ready = |offset: u64| {
-                offset + span <= end
-                    && highest_unready(
-                        mapped,
-                        phys,
-                        (offset >> shift) as usize,
-                        ((offset + span - 1) >> shift) as usize,
-                    )
-                    .is_none()
+            // Ok when the window at `offset` is ready; otherwise the highest page it cannot use, if one was seen.
+            let check = |phys: &mut PhysicalPages, offset: u64| {
+                if offset + span > end {
+                    return Err(None);
+                }
+                let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
+                highest_unready(mapped, phys, first, last).map_or(Ok(()), |page| Err(Some(page)))
             };
             let first = start.checked_next_multiple_of(alignment)?;
-            if ready(first) {
-                return Some(first);
-            }
+            let blocked = match check(phys, first) {
+                Ok(()) => return Some(first),
+                Err(page) => page,
+            };
             let last = (start + len).checked_sub(span)? / alignment * alignment;
-            (last > first && ready(last)).then_some(last)
+            if last <= first {
+                return None;
+            }
+            // A good fit is barely longer than the request, so the two windows overlap: a page unusable in itself
+            // (not merely shown twice in the first window) that the end window covers too rules it out unseen.
+            if blocked.is_some_and(|page| page >= (last >> shift) as usize && unready_alone(mapped, phys, page)) {
+                return None;
+            }
+            check(phys, last).is_ok().then_some(last)
         };
         self.ranges.allocate_good_fit_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
     }
@@ -644,11 +660,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                         return None;
                     }
                     budget -= 1;
-                    let ready = mapped[page].checked_sub(1).is_some_and(|id| {
-                        let owner = phys.ids[id as usize].owner;
-                        owner == 0 || owner == page as u32 + 1
-                    });
-                    if !ready {
+                    if unready_alone(mapped, phys, page) {
                         unready = Some(page);
                         break;
                     }
