@@ -181,10 +181,7 @@ fn chosen_policies(args: &ReplayArgs) -> Result<Vec<Policy>> {
 /// Replays one trace under one policy.
 fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> Result<ReplayResult> {
     let mut trace = memcarve_trace::open(path)?;
-    // On the heap: with the replayer (and the allocator in it) on the stack, whose offset varies from process to
-    // process, some processes replayed about 30 % slower throughout; boxed, its place no longer depends on
-    // the stack (docs/BENCHMARKS.md, "Throughput at 2f206b8").
-    let mut replayer = Box::new(Replayer::new(policy)?);
+    let mut replayer = Replayer::new(policy)?;
     let log: Option<std::rc::Rc<std::cell::RefCell<BufWriter<File>>>> = match placements {
         Some(out) => {
             let file = File::create(out).with_context(|| format!("creating {}", out.display()))?;
@@ -196,7 +193,7 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
     };
     if let Some(log) = &log {
         let log = std::rc::Rc::clone(log);
-        *replayer = replayer.with_placements(move |placement: Placement| {
+        replayer = replayer.with_placements(move |placement: Placement| {
             let _ = writeln!(log.borrow_mut(), "{placement}");
         });
     }
