@@ -1019,6 +1019,7 @@ impl<D: Device> Allocator<D> {
         {
             return Ok(allocation);
         }
+        self.give_back_kept_over_budget(desc.size);
         let ranked = self.rank_memory_types(desc)?;
         let mut largest_limit = 0;
         let mut tried = 0;
@@ -1471,6 +1472,20 @@ impl<D: Device> Allocator<D> {
             let peak = self.diagnostics.peak_committed_bytes.load(Ordering::Relaxed);
             if committed.saturating_add(size) <= peak || !self.destroy_one_kept_block() {
                 return;
+            }
+        }
+    }
+
+    /// Gives back the kept blocks of every heap that has no budget room for `size` more bytes: kept blocks must
+    /// not make a heap look full, or requests would fall back to another memory type (device-local memory
+    /// spilling to host memory) while the blocks that crowd it out hold nothing.
+    fn give_back_kept_over_budget(&self, size: u64) {
+        if !self.config.keep_blocks_within_peak {
+            return;
+        }
+        for (heap, budget) in self.device.heap_budgets().iter().enumerate() {
+            if budget.usage.saturating_add(size) > budget.budget {
+                self.reclaim_empty_blocks(Some(heap as u32));
             }
         }
     }

@@ -113,7 +113,8 @@ pub struct Diagnostics {
     pub block_reuses: u64,
     /// Requests that moved on to a lower-ranked memory type after a better one ran out.
     pub fallbacks: u64,
-    /// Times cached empty blocks or pages were reclaimed because the device ran out of memory.
+    /// Times cached empty blocks or pages were reclaimed because the device ran out of memory, or (kept blocks)
+    /// because a heap's budget had no room for a request.
     pub reclaims: u64,
     /// Requests refused.
     pub failures: u64,

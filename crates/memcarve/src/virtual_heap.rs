@@ -609,7 +609,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             // A good fit is barely longer than the request, so the two windows overlap: a page unusable in itself
             // (not merely shown twice in the first window) that the end window covers too rules it out unseen.
-            if blocked.is_some_and(|page| page >= (last >> shift) as usize && unready_alone(mapped, phys, page)) {
+            if blocked
+                .is_some_and(|page| page >= (last >> shift) as usize && unready_alone(mapped, phys, page))
+            {
                 return None;
             }
             check(phys, last).is_ok().then_some(last)

@@ -278,3 +278,32 @@ fn kept_blocks_are_reused_within_the_peak() {
     assert_eq!(device.counters().live_blocks, 0);
     allocator.check().unwrap();
 }
+
+#[test]
+fn kept_blocks_give_way_to_the_budget() {
+    // Blocks kept empty must not make a heap look full: a request that needs a new block finds the kept ones of
+    // a heap without budget room given back, and lands in device-local memory instead of falling back to the
+    // host heap.
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let filler = AllocationOptions::new(Usage::GpuOnly).with_budget(BudgetPolicy::Ignore);
+    let mut fillers = Vec::new();
+    while !device.heap_budgets_over() {
+        fillers.push(allocator.allocate(&AllocationDesc::new("fill", 4000 << 20, filler)).unwrap());
+    }
+    for a in fillers {
+        allocator.free(a).unwrap();
+    }
+    assert!(device.heap_budgets_over(), "the freed blocks are kept, and count against the budget");
+    // No preference but device-local; 300 MiB: no kept block is within a sixteenth of it, so it needs a new one.
+    let request = AllocationDesc::new("next", 300 << 20, AllocationOptions::new(Usage::Automatic));
+    let allocation = allocator.allocate(&request).unwrap();
+    let device_local = allocator.memory_properties().types[allocation.memory_type() as usize]
+        .flags
+        .contains(MemoryPropertyFlags::DEVICE_LOCAL);
+    assert!(device_local, "no fallback to host memory");
+    assert_eq!(allocator.diagnostics().fallbacks, 0);
+    assert!(!device.heap_budgets_over(), "the kept blocks were given back");
+    allocator.free(allocation).unwrap();
+    allocator.check().unwrap();
+}
