@@ -2050,7 +2050,7 @@ impl<D: Device> Allocator<D> {
                 committed += entry.size;
                 blocks += 1;
             }
-            if empty != pool.empty_blocks || committed != pool.committed_bytes {
+            if empty != pool.empty_blocks || committed != pool.committed_bytes || !pool.order_is_complete() {
                 return Err(memcarve_core::Violation {
                     what: "pool counters disagree with its blocks",
                     offset: 0,

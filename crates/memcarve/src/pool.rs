@@ -111,6 +111,14 @@ impl<B> Pool<B> {
         }
     }
 
+    /// Whether `order` names every live block slot once and nothing else (for checks).
+    pub fn order_is_complete(&self) -> bool {
+        let mut listed = self.order.clone();
+        listed.sort_unstable();
+        let live: Vec<u32> = self.blocks().map(|(index, _)| index).collect();
+        listed == live
+    }
+
     /// Adds a new (empty) block and returns its slot index.
     pub fn add_block(
         &mut self,
