@@ -112,6 +112,7 @@ impl<B> Pool<B> {
     }
 
     /// Whether `order` names every live block slot once and nothing else (for checks).
+    #[cfg(any(test, feature = "check"))]
     pub fn order_is_complete(&self) -> bool {
         let mut listed = self.order.clone();
         listed.sort_unstable();
