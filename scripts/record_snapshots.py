@@ -10,7 +10,8 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
     python3 scripts/record_snapshots.py OUTDIR [WORKLOAD ...]      # all workloads when none is named
 
 Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
-t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer (see WORKLOADS). Prints
+t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
+dlrm_train, llama_hf_generate (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -538,9 +539,119 @@ def convnext_infer(torch):
     return {"shapes": shapes, "repeats": 2, "logit_sums": sums}
 
 
+def detection_infer(torch):
+    """torchvision Faster R-CNN (ResNet-50 FPN, random weights, no pretrained backbone) inference, fp32, 10 batches
+    of 1 to 4 images whose sides vary from 480 to 1024 pixels (every batch has other shapes; the proposals and
+    detections vary in number)."""
+    import random
+
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None).eval()
+    rng = random.Random(0)
+    batches = [[(rng.randrange(480, 1025, 32), rng.randrange(480, 1025, 32)) for _ in range(rng.randint(1, 4))]
+               for _ in range(10)]
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    boxes = []
+    with torch.inference_mode():
+        for sizes in batches:
+            images = [torch.rand(3, h, w, device="cuda", generator=gen) for h, w in sizes]
+            out = model(images)
+            boxes.append([int(o["boxes"].shape[0]) for o in out])
+            del images, out
+    del model
+    return {"batches": batches, "boxes": boxes}
+
+
+def dlrm_train(torch):
+    """A DLRM-style recommender in plain torch: 8 embedding tables of 500,000 x 64 (sum-pooled `EmbeddingBag`s,
+    dense gradients), a bottom MLP 13-512-256-64 and a top MLP over the pairwise interactions 100-512-256-1,
+    Adam, 12 steps with batches of 1,024 to 8,192 and 1 to 40 lookups per table and sample."""
+    import random
+
+    torch.manual_seed(0)
+    tables, rows, dim = 8, 500_000, 64
+
+    class Dlrm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embeddings = torch.nn.ModuleList(
+                [torch.nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(tables)])
+            self.bottom = torch.nn.Sequential(torch.nn.Linear(13, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256),
+                                              torch.nn.ReLU(), torch.nn.Linear(256, dim), torch.nn.ReLU())
+            pairs = (tables + 1) * tables // 2
+            self.top = torch.nn.Sequential(torch.nn.Linear(pairs + dim, 512), torch.nn.ReLU(),
+                                           torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+
+        def forward(self, dense, lookups):
+            x = self.bottom(dense)
+            features = [x] + [bag(ids, offsets) for bag, (ids, offsets) in zip(self.embeddings, lookups)]
+            stacked = torch.stack(features, dim=1)
+            products = torch.bmm(stacked, stacked.transpose(1, 2))
+            i, j = torch.triu_indices(tables + 1, tables + 1, offset=1, device=dense.device)
+            return self.top(torch.cat([x, products[:, i, j]], dim=1)).squeeze(1)
+
+    model = Dlrm()
+    rng = random.Random(0)
+    steps = [(rng.choice([1024, 2048, 4096, 8192]), rng.randint(1, 40)) for _ in range(12)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, per_sample in steps:
+        dense = torch.randn(batch, 13, device="cuda", generator=gen)
+        lookups = []
+        for _ in range(tables):
+            counts = torch.randint(1, per_sample + 1, (batch,), device="cuda", generator=gen)
+            offsets = torch.cat([torch.zeros(1, dtype=torch.long, device="cuda"), counts.cumsum(0)[:-1]])
+            ids = torch.randint(0, rows, (int(counts.sum().item()),), device="cuda", generator=gen)
+            lookups.append((ids, offsets))
+        labels = torch.rand(batch, device="cuda", generator=gen).round()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(dense, lookups), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del dense, lookups, labels, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def llama_hf_generate(torch):
+    """A Llama-style model through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 8 layers, 1024 wide, 16
+    heads with 4 KV heads, 32k vocabulary), fp16, greedy `generate` (the dynamic KV cache grows a token at a time),
+    4 rounds (batch, prompt, new tokens) (4, 64, 48), (16, 200, 40), (2, 700, 32), (8, 32, 48)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048)
+    model = LlamaForCausalLM(config).eval()
+    rounds = [(4, 64, 48), (16, 200, 40), (2, 700, 32), (8, 32, 48)]  # batch, prompt, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, prompt, new in rounds:
+            ids = torch.randint(3, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=0)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
-                                     bert_finetune_dynamic, convnext_infer)}
+                                     bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
+                                     llama_hf_generate)}
 
 
 # ---------------------------------------------------------------- recording

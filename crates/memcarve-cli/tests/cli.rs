@@ -269,6 +269,9 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "moe_train.pickle.gz",
         "bert_finetune_dynamic.pickle.gz",
         "convnext_infer.pickle.gz",
+        "detection_infer.pickle.gz",
+        "dlrm_train.pickle.gz",
+        "llama_hf_generate.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

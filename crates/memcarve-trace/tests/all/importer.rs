@@ -309,3 +309,11 @@ fn later_recordings_match_an_independent_walk_and_the_recording_script() {
     check_recorded("bert_finetune_dynamic.pickle.gz", (25_374, 11_284.9, 13_442.0, 1.191), 247, 3);
     check_recorded("convnext_infer.pickle.gz", (2_922, 896.0, 1_362.0, 1.520), 21, 2);
 }
+
+/// Three more, recorded after the throughput and block-mode changes of the fifth session (18:37 UTC).
+#[test]
+fn fifth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("detection_infer.pickle.gz", (8_352, 3_917.3, 6_732.0, 1.719), 45, 2);
+    check_recorded("dlrm_train.pickle.gz", (3_623, 4_962.3, 5_236.0, 1.055), 66, 3);
+    check_recorded("llama_hf_generate.pickle.gz", (67_798, 431.5, 496.0, 1.150), 34, 1);
+}
