@@ -44,7 +44,7 @@ pub use error::Error;
 pub use handle::{Allocation, Handle};
 pub use linear::{LinearAllocator, RingAllocator};
 pub use stats::Stats;
-pub use virtual_block::{AllocationInfo, VirtualBlock, VirtualBlockConfig};
+pub use virtual_block::{AllocationInfo, Freed, VirtualBlock, VirtualBlockConfig};
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

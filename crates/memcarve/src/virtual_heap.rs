@@ -984,8 +984,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Frees an allocation; pages it leaves empty are given to the release policy.
     pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
-        let offset = self.ranges.get(&handle)?.offset;
-        self.ranges.free(handle)?;
+        let offset = self.ranges.free_range(handle)?.offset;
         let (first, last) = self.pages(offset, self.span(size));
         for page in first..=last {
             self.page_users[page] -= 1;
