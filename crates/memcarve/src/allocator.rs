@@ -434,6 +434,15 @@ struct DedicatedBlocks<B> {
 }
 
 impl<B> DedicatedBlocks<B> {
+    /// The block of the live allocation `(slot, generation)` names, if that allocation is live: the slot holds a
+    /// block, with that allocation generation, and the block is in use (a kept block serves no handle).
+    fn live_mut(&mut self, slot: u32, generation: u32) -> Option<&mut DedicatedBlock<B>> {
+        self.slots
+            .get_mut(slot as usize)?
+            .as_mut()
+            .filter(|entry| entry.generation == generation && entry.used > 0)
+    }
+
     /// Takes the block out of `slot` (to destroy it): later blocks in the slot get a new block generation.
     fn take(&mut self, slot: usize) -> Option<DedicatedBlock<B>> {
         let entry = self.slots.get_mut(slot)?.take()?;
@@ -668,11 +677,7 @@ impl<D: Device> Allocator<D> {
                 }
             }
             Place::Dedicated { slot, generation, .. } => {
-                let mut dedicated = lock(&self.dedicated);
-                if let Some(Some(entry)) = dedicated.slots.get_mut(slot as usize)
-                    && entry.generation == generation
-                    && entry.used > 0
-                {
+                if let Some(entry) = lock(&self.dedicated).live_mut(slot, generation) {
                     entry.meta = Some(meta);
                 }
             }
@@ -1147,8 +1152,8 @@ impl<D: Device> Allocator<D> {
             AtomicDiagnostics::bump(&self.diagnostics.reclaims);
             placed = heap.allocate(vm, desc.size, desc.alignment, may_commit);
         }
-        self.heap_changed(memory_type, heap, before);
-        if matches!(placed, Ok(Some(_))) && heap.stats().commits == before.commits {
+        let after = self.heap_changed(memory_type, heap, before);
+        if matches!(placed, Ok(Some(_))) && after.commits == before.commits {
             AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
         }
         match placed.map_err(device_error)? {
@@ -1205,8 +1210,13 @@ impl<D: Device> Allocator<D> {
         core::ptr::NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize))
     }
 
-    /// Accounts for a virtual-heap operation: committed bytes and page events.
-    fn heap_changed(&self, memory_type: u32, heap: &mut VirtualHeap<D::Virtual>, before: VirtualHeapStats) {
+    /// Accounts for a virtual-heap operation: committed bytes and page events. Returns the heap's counters after it.
+    fn heap_changed(
+        &self,
+        memory_type: u32,
+        heap: &mut VirtualHeap<D::Virtual>,
+        before: VirtualHeapStats,
+    ) -> VirtualHeapStats {
         let after = heap.stats();
         self.diagnostics.change_committed(
             after.committed_bytes.saturating_sub(before.committed_bytes),
@@ -1223,6 +1233,7 @@ impl<D: Device> Allocator<D> {
                 });
             }
         }
+        after
     }
 
     /// Counters of a memory type's virtual heap, if it has one yet.
@@ -1744,12 +1755,9 @@ impl<D: Device> Allocator<D> {
             Place::Dedicated { slot, generation, .. } => {
                 let entry = {
                     let mut dedicated = lock(&self.dedicated);
-                    let owned = matches!(
-                        dedicated.slots.get(slot as usize),
-                        Some(Some(entry)) if entry.generation == generation
-                            && entry.used > 0
-                            && entry.memory_type == raw.memory_type
-                    );
+                    let owned = dedicated
+                        .live_mut(slot, generation)
+                        .is_some_and(|entry| entry.memory_type == raw.memory_type);
                     if !owned {
                         return Err(Error::DoubleFree);
                     }
@@ -1796,12 +1804,8 @@ impl<D: Device> Allocator<D> {
             }
             Place::Dedicated { slot, generation, .. } => {
                 let mut dedicated = lock(&self.dedicated);
-                match dedicated.slots.get_mut(slot as usize) {
-                    Some(Some(entry)) if entry.generation == generation && entry.used > 0 => {
-                        Ok(f(&entry.block, &mut entry.mapping, entry.size))
-                    }
-                    _ => Err(Error::DoubleFree),
-                }
+                let entry = dedicated.live_mut(slot, generation).ok_or(Error::DoubleFree)?;
+                Ok(f(&entry.block, &mut entry.mapping, entry.size))
             }
             Place::Custom { pool, pool_generation, block, .. } => {
                 let mut slot = lock(self.custom_pools.get(pool as usize).ok_or(Error::ForeignAllocation)?);
