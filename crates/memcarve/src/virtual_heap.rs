@@ -139,6 +139,10 @@ pub struct VirtualHeapConfig {
     pub min_granularity: u64,
     /// When empty pages are given back.
     pub release: Arc<dyn ReleasePolicy>,
+    /// Whether the heap watches for growing replacement series (a cache grown by a token at a time: each new
+    /// copy a little larger than the one freed right after it) and places their members to suit (see
+    /// [`VirtualHeapConfig::with_growing_series`]).
+    pub growing_series: bool,
 }
 
 impl Default for VirtualHeapConfig {
@@ -148,6 +152,7 @@ impl Default for VirtualHeapConfig {
             reserve_size: None,
             min_granularity: 512,
             release: Arc::new(PeakSlack::default()),
+            growing_series: true,
         }
     }
 }
@@ -172,6 +177,18 @@ impl VirtualHeapConfig {
     /// Sets the allocation granularity.
     pub fn with_min_granularity(mut self, granularity: u64) -> VirtualHeapConfig {
         self.min_granularity = granularity;
+        self
+    }
+
+    /// Turns the handling of growing replacement series on (the default) or off. A series is an allocation of
+    /// half a page or more followed at once by the free of one up to an eighth smaller, again and again (a KV
+    /// cache concatenated with a token per step). While one runs, a request of about its size gets a range
+    /// rounded up to a grid of several growth steps, so that the next copies fit the hole each freed copy leaves
+    /// (no driver call until the sizes cross the grid), and when a member needs a mapping anyway, the physical
+    /// pages of the live members, oldest first, are mapped after it too: they are the pages the next copies will
+    /// find free there, so the series moves on in one call instead of one per member.
+    pub fn with_growing_series(mut self, on: bool) -> VirtualHeapConfig {
+        self.growing_series = on;
         self
     }
 }
@@ -235,6 +252,91 @@ const NIL: u32 = u32::MAX;
 /// find ready pages there (PyTorch's pattern of a layer's tensors allocated one after another), and a bound keeps
 /// the addresses each mapping uses in proportion to the request.
 const AHEAD_ALIASES_PER_PAGE: u64 = 4;
+
+/// Mappings per physical page (counting at least 64 pages) beyond which the heap unmaps the mappings nothing
+/// can use (see [`VirtualHeap::unmap_stale`]): a bound on what it asks of the device's page tables.
+const MAPPINGS_PER_PAGE: u64 = 8;
+
+/// Watches a heap's allocations and frees for a growing replacement series (see
+/// [`VirtualHeapConfig::with_growing_series`]) and remembers its live members. O(1) per operation, and O(members)
+/// per free of half a page or more.
+#[derive(Debug, Clone, Default)]
+struct GrowthSeries {
+    /// Heap operations so far.
+    ops: u64,
+    /// The last allocation of half a page or more: its offset, range and requested size, and `ops` after it.
+    last: Option<(u64, u64, u64, u64)>,
+    /// The growth of the last replacement.
+    step: u64,
+    /// The requested size of the last replacement's new copy.
+    size: u64,
+    /// Replacements seen (up to a cap); reset after [`GrowthSeries::IDLE_OPS`] operations without one.
+    streak: u32,
+    /// `ops` at the last replacement.
+    seen: u64,
+    /// The live members' offsets and ranges, oldest first.
+    members: std::collections::VecDeque<(u64, u64)>,
+    /// Where the next member goes while the series moves onto pages its members' pages were mapped at ahead of
+    /// time: the end of the last member placed there (None when the series is not moving).
+    cursor: Option<u64>,
+}
+
+impl GrowthSeries {
+    /// Replacements seen before a series counts.
+    const MIN_STREAK: u32 = 4;
+    /// Operations without a replacement after which a series is over.
+    const IDLE_OPS: u64 = 4096;
+    /// Growth steps in the grid a member's range is rounded up to (then to a power of two, at most half a
+    /// page).
+    const GRID_STEPS: u64 = 16;
+    /// Live members remembered.
+    const MEMBERS: usize = 256;
+
+    /// The range for a request of `size` if it belongs to the running series: rounded up to the series' grid.
+    fn range(&self, size: u64, page_size: u64) -> Option<u64> {
+        let near = size + self.step >= self.size && size <= self.size + 8 * self.step;
+        if self.streak < Self::MIN_STREAK || !near {
+            return None;
+        }
+        let grid = (Self::GRID_STEPS * self.step).next_power_of_two().min(page_size / 2);
+        Some(size.next_multiple_of(grid))
+    }
+
+    /// Notes an allocation of `size` bytes placed at `offset` in a range of `range` bytes.
+    fn allocated(&mut self, offset: u64, range: u64, size: u64, page_size: u64) {
+        self.ops += 1;
+        if size >= page_size / 2 {
+            self.last = Some((offset, range, size, self.ops));
+        }
+        if self.ops - self.seen > Self::IDLE_OPS {
+            self.streak = 0;
+        }
+    }
+
+    /// Notes the free of `size` bytes at `offset`: a replacement when it comes right after an allocation a
+    /// little larger, whose range then joins the members.
+    fn freed(&mut self, offset: u64, size: u64, page_size: u64) {
+        self.ops += 1;
+        if size >= page_size / 2
+            && let Some(index) = self.members.iter().position(|&(member, _)| member == offset)
+        {
+            self.members.remove(index);
+        }
+        let Some((new_offset, new_range, new_size, at)) = self.last else { return };
+        if self.ops - at > 2 || size >= new_size || new_size - size > new_size / 8 {
+            return;
+        }
+        self.last = None;
+        self.step = new_size - size;
+        self.size = new_size;
+        self.streak = (self.streak + 1).min(64);
+        self.seen = self.ops;
+        if self.members.len() == Self::MEMBERS {
+            self.members.pop_front();
+        }
+        self.members.push_back((new_offset, new_range));
+    }
+}
 
 /// The physical pages of a heap, named by ids: which address page uses each, which are free (alive, used by
 /// none; least recently freed first), and at which address pages each is mapped. A physical page is alive while
@@ -395,6 +497,10 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     /// Page events of the current operation, for the allocator's event ring (when `observe` is on).
     pending: Vec<PageEvent>,
     observe: bool,
+    /// The growing replacement series, when watched.
+    series: Option<GrowthSeries>,
+    /// Mappings past which `unmap_stale` looks for stale ones again (0: the bound alone decides).
+    stale_check_at: u64,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -449,6 +555,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             events: None,
             pending: Vec::new(),
             observe: false,
+            series: config.growing_series.then(GrowthSeries::default),
+            stale_check_at: 0,
         })
     }
 
@@ -545,25 +653,39 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         alignment: u64,
         may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
+        // A member of a growing series takes a range rounded up to the series' grid; its pages are the range's.
+        let page_size = self.page_size();
+        let series_range = self.series.as_ref().and_then(|series| series.range(size, page_size));
+        let range = series_range.unwrap_or(size);
         // TLSF's good fit when its pages are ready; otherwise a free range on ready pages, which needs no driver
         // call either (both checked their pages already); otherwise a placement that needs one.
-        let (allocation, found_ready) = match self.place_in_good_fit(size, alignment) {
+        // A member larger than the oldest live one (which it is about to replace) outgrows the holes the series
+        // leaves: the series moves, each member after the previous one on pages mapped ahead for it.
+        let outgrowing = series_range.is_some()
+            && self
+                .series
+                .as_ref()
+                .and_then(|series| series.members.front())
+                .is_some_and(|&(_, oldest)| range > oldest);
+        let at_cursor = if outgrowing { self.place_at_cursor(range, alignment) } else { None };
+        let moving = at_cursor.is_some();
+        let (allocation, found_ready) = match at_cursor.or_else(|| self.place_in_good_fit(range, alignment)) {
             Some(allocation) => (allocation, true),
-            None => match self.place_on_ready(size, alignment) {
+            None => match self.place_on_ready(range, alignment) {
                 Some(allocation) => (allocation, true),
-                None => match self.place_needing_one_call(vm, size, alignment) {
+                None => match self.place_needing_one_call(vm, range, alignment) {
                     Some(allocation) => (allocation, false),
                     None => return Ok(None),
                 },
             },
         };
-        let (first, last) = self.pages(allocation.offset, self.span(size));
+        let (first, last) = self.pages(allocation.offset, self.span(range));
         if !found_ready && self.unready(first, last) {
             if !may_commit {
                 let _ = self.ranges.free(allocation.handle);
                 return Ok(None);
             }
-            if let Err(error) = self.make_ready(vm, first, last, size) {
+            if let Err(error) = self.make_ready(vm, first, last, size, series_range.is_some()) {
                 // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
                 // the release policy.
                 let _ = self.ranges.free(allocation.handle);
@@ -578,7 +700,39 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
+        if let Some(series) = self.series.as_mut() {
+            series.allocated(allocation.offset, range, size, page_size);
+            // A member that moved onto the pages mapped ahead for the series, or took a mapping of them: the
+            // next one follows it.
+            if series_range.is_some() {
+                series.cursor = (outgrowing && (moving || !found_ready)).then_some(allocation.offset + range);
+            }
+        }
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
+    }
+
+    /// A series member right after the previous one, while the series moves onto the pages mapped ahead for it:
+    /// at the series' cursor, in the last free range, if the pages there are ready (O(pages of the request)).
+    fn place_at_cursor(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
+        let cursor = self.series.as_ref()?.cursor?;
+        let span = self.span(size);
+        let shift = self.page_shift;
+        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let place = |start: u64, len: u64| {
+            let offset = cursor.checked_next_multiple_of(alignment)?;
+            let last = (offset.checked_add(span)? - 1) >> shift;
+            let fits = start <= offset && offset + span <= start + len && (last as usize) < mapped.len();
+            (fits && highest_unready(mapped, phys, (offset >> shift) as usize, last as usize).is_none())
+                .then_some(offset)
+        };
+        let placed =
+            self.ranges.allocate_at_end_where(size, alignment, ResourceClass::Unknown, place).ok().flatten();
+        if placed.is_none()
+            && let Some(series) = self.series.as_mut()
+        {
+            series.cursor = None;
+        }
+        placed
     }
 
     /// TLSF's good fit, at its start or, where the start's pages are not ready, at its end, if the pages there
@@ -696,6 +850,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         size: u64,
         alignment: u64,
     ) -> Option<memcarve_core::Allocation> {
+        self.unmap_stale(vm);
         let good = self.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()?;
         let (first, last) = self.pages(good.offset, self.span(size));
         if self.calls_needed(first, last) <= 1 {
@@ -743,8 +898,16 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// call per run), and each run of unmapped pages is mapped in one call, onto free physical pages (least
     /// recently freed first) and new ones. The last run also maps the unmapped pages after the request onto the
     /// remaining free physical pages, and onto new ones as far as the release policy's commit-ahead allows, so
-    /// that the next requests find ready pages there.
-    fn make_ready(&mut self, vm: &V, first: usize, last: usize, size: u64) -> Result<(), DeviceError> {
+    /// that the next requests find ready pages there, and for a member of a growing series (`member`) the
+    /// physical pages of the live members after those.
+    fn make_ready(
+        &mut self,
+        vm: &V,
+        first: usize,
+        last: usize,
+        size: u64,
+        member: bool,
+    ) -> Result<(), DeviceError> {
         let epoch = self.phys.next_epoch();
         let needs: Vec<PageNeed> =
             (first..=last).rev().map(|page| page_need(&self.mapped, &mut self.phys, page, epoch)).collect();
@@ -781,7 +944,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             while page <= last && self.mapped[page] == 0 {
                 page += 1;
             }
-            result = self.map_run(vm, run_first, page - 1, page - 1 == last, size);
+            let ahead = (page - 1 == last).then_some(member);
+            result = self.map_run(vm, run_first, page - 1, ahead, size);
         }
         if result.is_err() {
             for &page in &ready {
@@ -791,14 +955,15 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         result
     }
 
-    /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` also maps the unmapped pages after
-    /// `last` onto the free physical pages left and onto new ones within the commit-ahead.
+    /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` (Some) also maps the unmapped
+    /// pages after `last` onto the free physical pages left and onto new ones within the commit-ahead, and
+    /// (Some(true), for a series member) onto the live members' pages after those.
     fn map_run(
         &mut self,
         vm: &V,
         first: usize,
         last: usize,
-        ahead: bool,
+        ahead: Option<bool>,
         size: u64,
     ) -> Result<(), DeviceError> {
         let count = last - first + 1;
@@ -817,7 +982,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             ids.push(id);
         }
         let own = ids.len();
-        if ahead {
+        if let Some(member) = ahead {
             let mut state = self.state();
             // The heap as it will be once the request is placed.
             state.live_bytes += size;
@@ -836,6 +1001,17 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             while ids.len() - own < room && new_ahead < new_pages {
                 ids.push(self.phys.new_id());
                 new_ahead += 1;
+            }
+            // After those, for a series member, the members' pages: the next members will find them free
+            // here as their old copies are freed, oldest first (as long as the unmapped pages reach).
+            if member {
+                let members = self.member_pages(&ids);
+                let start = last + 1 + (ids.len() - own);
+                self.cover_pages(start + members.len());
+                let after = &self.mapped[start..];
+                let more = after.iter().take(members.len()).position(|&m| m != 0);
+                let more = more.unwrap_or(members.len().min(after.len()));
+                ids.extend_from_slice(&members[..more]);
             }
         }
         let offset = (first as u64) << self.page_shift;
@@ -874,6 +1050,29 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.stats.peak_committed_bytes.max(self.phys.alive << self.page_shift);
         self.note(PageEvent::Commit { offset, size }, &ids);
         Ok(())
+    }
+
+    /// The physical pages of the live series members, oldest member first, each once, leaving out those in
+    /// `taken`: the pages each member's address page uses (a page another address uses is not the member's).
+    fn member_pages(&mut self, taken: &[u32]) -> Vec<u32> {
+        let Some(series) = self.series.as_ref() else { return Vec::new() };
+        let epoch = self.phys.next_epoch();
+        for &id in taken {
+            self.phys.ids[id as usize].stamp = epoch;
+        }
+        let mut pages = Vec::new();
+        for &(offset, range) in &series.members {
+            let (first, last) = self.pages(offset, self.span(range));
+            for page in first..=last {
+                let Some(id) = self.mapped[page].checked_sub(1) else { continue };
+                let physical = &mut self.phys.ids[id as usize];
+                if physical.stamp != epoch && physical.owner == page as u32 + 1 {
+                    physical.stamp = epoch;
+                    pages.push(id);
+                }
+            }
+        }
+        pages
     }
 
     /// Undoes the choice of `ids` for a mapping that did not happen: the first `own` were taken for the
@@ -952,6 +1151,62 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         unmapped
     }
 
+    /// Whether mapped page `page` is of no use: no allocation uses it, and its physical page is either another
+    /// address page's or free and mapped at a higher address too (so that unmapping it frees no memory).
+    fn stale(&self, page: usize) -> bool {
+        if self.page_users[page] != 0 {
+            return false;
+        }
+        let Some(id) = self.mapped[page].checked_sub(1) else { return false };
+        let physical = &self.phys.ids[id as usize];
+        if physical.owner != 0 {
+            return physical.owner != page as u32 + 1;
+        }
+        let mut alias = physical.first_alias;
+        while alias != NIL {
+            if alias as usize > page {
+                return true;
+            }
+            alias = self.next_alias[alias as usize];
+        }
+        false
+    }
+
+    /// When the heap's mappings number more than [`MAPPINGS_PER_PAGE`] per physical page, unmaps runs of stale
+    /// pages (see [`VirtualHeap::stale`]), longest first, until they number half that. Runs before a mapping, so
+    /// that what that maps is not looked at. O(mapped pages), at most once per half the bound's mappings made
+    /// (when too few are stale, it waits for that many more).
+    fn unmap_stale(&mut self, vm: &V) {
+        let pages = self.phys.alive.max(64);
+        let mappings = self.stats.mapped_bytes >> self.page_shift;
+        if mappings <= (MAPPINGS_PER_PAGE * pages).max(self.stale_check_at) {
+            return;
+        }
+        let mut runs = Vec::new();
+        let mut page = 0;
+        while page < self.mapped_end {
+            if !self.stale(page) {
+                page += 1;
+                continue;
+            }
+            let first = page;
+            while page < self.mapped_end && self.stale(page) {
+                page += 1;
+            }
+            runs.push((page - first, first));
+        }
+        runs.sort_unstable_by(|a, b| b.cmp(a));
+        let mut left = mappings;
+        for (len, first) in runs {
+            if left <= MAPPINGS_PER_PAGE / 2 * pages {
+                break;
+            }
+            self.unmap_run(vm, first, first + len - 1);
+            left -= len as u64;
+        }
+        self.stale_check_at = left + MAPPINGS_PER_PAGE / 2 * pages;
+    }
+
     /// Makes page `page` (mapped, ready) the user of its physical page.
     fn take_page(&mut self, page: usize) {
         let id = self.mapped[page] - 1;
@@ -984,14 +1239,19 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Frees an allocation; pages it leaves empty are given to the release policy.
     pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
-        let offset = self.ranges.free_range(handle)?.offset;
-        let (first, last) = self.pages(offset, self.span(size));
+        // The range's pages (a series member's range is larger than its size).
+        let range = self.ranges.free_range(handle)?;
+        let (first, last) = self.pages(range.offset, self.span(range.size));
         for page in first..=last {
             self.page_users[page] -= 1;
             self.leave_page(page);
         }
         self.stats.live_bytes -= size;
         self.stats.allocations -= 1;
+        let page_size = self.page_size();
+        if let Some(series) = self.series.as_mut() {
+            series.freed(range.offset, size, page_size);
+        }
         self.release(vm);
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use memcarve::backends::host::{
     FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
 };
-use memcarve::virtual_heap::{ReleaseImmediately, RetainEmpty};
+use memcarve::virtual_heap::{ReleaseImmediately, RetainEmpty, VirtualHeapStats};
 use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Error, MemoryLocation, VirtualHeapConfig};
 
 use crate::rng::Rng;
@@ -359,4 +359,131 @@ fn require_within_budget_refuses_commits_on_a_full_heap() {
     allocator.free(fits).unwrap();
     allocator.free(inside).unwrap();
     allocator.check().unwrap();
+}
+
+/// Generation rounds as transformers runs them with a dynamic KV cache: weights, then per round fresh caches of
+/// `first` bytes and, per step and layer, a K and a V cache each replaced by a copy `token` bytes longer (the copy
+/// allocated, attention scores allocated, then the old copy and the scores freed), a query before and a logits
+/// tensor after; the checker after every step. `touch` sees every allocation right after it is made (`true`) and
+/// right before it is freed (`false`). Returns the virtual heap's counters after each round.
+fn generate_with_growing_caches(
+    allocator: &Allocator<Arc<HostDevice>>,
+    layers: usize,
+    rounds: &[(u64, u64)],
+    token: u64,
+    touch: impl FnMut(&memcarve::Allocation, bool),
+) -> Vec<VirtualHeapStats> {
+    let touch = std::cell::RefCell::new(touch);
+    let touch = |allocation: &memcarve::Allocation, made: bool| (touch.borrow_mut())(allocation, made);
+    let allocate = |size: u64| {
+        let allocation =
+            allocator.allocate(&AllocationDesc::new("g", size, MemoryLocation::GpuOnly)).unwrap();
+        touch(&allocation, true);
+        allocation
+    };
+    let free = |allocation: memcarve::Allocation| {
+        touch(&allocation, false);
+        allocator.free(allocation).unwrap();
+    };
+    let weights = allocate(48 * MIB);
+    let mut stats = Vec::new();
+    for &(first, steps) in rounds {
+        let mut caches: Vec<memcarve::Allocation> = (0..2 * layers).map(|_| allocate(first)).collect();
+        for step in 1..=steps {
+            let cache_size = first + step * token;
+            for layer in 0..layers {
+                let query = allocate(token);
+                for kv in 0..2 {
+                    let copy = allocate(cache_size);
+                    let old = std::mem::replace(&mut caches[2 * layer + kv], copy);
+                    let scores = allocate(cache_size / 16);
+                    free(old);
+                    free(scores);
+                }
+                free(query);
+            }
+            free(allocate(3 * MIB + 64 * 1024));
+            allocator.check().unwrap_or_else(|v| panic!("step {step}: {v:?}"));
+        }
+        caches.into_iter().for_each(free);
+        stats.push(allocator.virtual_heap_stats(weights.memory_type()).unwrap());
+    }
+    free(weights);
+    allocator.check().unwrap();
+    stats
+}
+
+#[test]
+fn a_growing_cache_series_moves_in_few_driver_calls_within_the_budget() {
+    // 12 layers of K and V caches growing by 96 KiB a step (GPT-2 small's at batch 8, about), a first round to
+    // 14.6 MiB each, then shorter prompts generating longer: each copy is a little larger than the hole its
+    // predecessor leaves, so without the series handling the caches drift and every few copies need pages
+    // mapped at fresh addresses, even where the first round's pages would do.
+    let rounds = [(9 * MIB, 60), (6 * MIB, 80), (4 * MIB, 100), (7 * MIB, 70)];
+    let run = |series: bool| {
+        let config = VirtualHeapConfig::default().with_growing_series(series);
+        let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+        let stats = generate_with_growing_caches(&allocator, 12, &rounds, 96 * 1024, |_, _| {});
+        let last = stats.last().unwrap();
+        assert_eq!(device.counters().commits + device.counters().decommits, last.commits + last.decommits);
+        stats
+    };
+    let (on, off) = (run(true), run(false));
+    // Driver operations in the rounds after the first (which sets the peak).
+    let later = |stats: &[VirtualHeapStats]| {
+        let (first, last) = (&stats[0], stats.last().unwrap());
+        last.commits + last.decommits - first.commits - first.decommits
+    };
+    let last = |stats: &[VirtualHeapStats]| *stats.last().unwrap();
+    let overhead =
+        |stats: &VirtualHeapStats| stats.peak_committed_bytes as f64 / stats.peak_live_bytes as f64;
+    let (on_last, off_last) = (last(&on), last(&off));
+    eprintln!(
+        "growing caches: series {} operations ({} after the first round) at {:.3} x, {} mappings for {} pages; \
+         without {} ({}) at {:.3} x",
+        on_last.commits + on_last.decommits,
+        later(&on),
+        overhead(&on_last),
+        on_last.mapped_bytes >> 21,
+        on_last.committed_bytes >> 21,
+        off_last.commits + off_last.decommits,
+        later(&off),
+        overhead(&off_last),
+    );
+    assert_eq!(on_last.peak_live_bytes, off_last.peak_live_bytes);
+    let total = |stats: &VirtualHeapStats| stats.commits + stats.decommits;
+    assert!(3 * total(&on_last) <= 2 * total(&off_last), "{} vs {}", total(&on_last), total(&off_last));
+    assert!(2 * later(&on) <= later(&off), "{} vs {}", later(&on), later(&off));
+    assert!(overhead(&on_last) <= 1.05 && overhead(&on_last) <= overhead(&off_last));
+    // Mappings stay within the heap's bound (8 per physical page, counting at least 64, checked before each
+    // mapping, which may add a series' worth of pages).
+    let pages = (on_last.committed_bytes >> 21).max(64);
+    assert!(on_last.mapped_bytes >> 21 <= 9 * pages, "{} mappings", on_last.mapped_bytes >> 21);
+}
+
+#[test]
+fn a_growing_cache_series_keeps_every_pattern_in_real_memory() {
+    // The series maps live members' pages at fresh addresses ahead of time: no allocation may use such an
+    // address while the member lives. Every allocation is filled with its own byte when made and checked when
+    // freed.
+    let config = VirtualHeapConfig::default().with_reserve_size(4 << 30);
+    let (_device, allocator) = virtual_allocator(HostMode::Real, config);
+    let mut patterns = std::collections::HashMap::new();
+    let mut next = 0u8;
+    let rounds = [(3 * MIB, 40), (2 * MIB, 50)];
+    let stats = generate_with_growing_caches(&allocator, 6, &rounds, 48 * 1024, |allocation, made| {
+        let ptr = allocator.virtual_address(allocation).unwrap();
+        // SAFETY: the pointer is valid for the allocation's size while it is live (host memory in real mode), and
+        // no other live allocation overlaps it.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), allocation.size() as usize) };
+        if made {
+            next = next.wrapping_add(1);
+            bytes.fill(next);
+            patterns.insert(ptr.as_ptr() as usize, next);
+        } else {
+            let pattern = patterns.remove(&(ptr.as_ptr() as usize)).unwrap();
+            assert!(bytes.iter().all(|&b| b == pattern), "a live allocation was overwritten");
+        }
+    });
+    assert!(stats.last().unwrap().mapped_bytes > 0);
 }
