@@ -288,12 +288,46 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
     }
 }
 
+/// gpt2_generate (../shared/traces only: too large for the repository) meets the goal since the virtual heap
+/// handles growing replacement series; with them off it makes more driver operations than the goal allows.
+/// Skipped where the file is absent.
+#[test]
+fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/gpt2_generate.pickle.gz");
+    if !path.exists() {
+        eprintln!("skipped: {} not found", path.display());
+        return;
+    }
+    let config = temp("no-series.toml");
+    std::fs::write(&config, "[virtual_heap]\ngrowing_series = false\n").unwrap();
+    let json = temp("gpt2-generate.json");
+    let output = memcarve()
+        .args(["replay", "--policy", "vmm", "--config"])
+        .arg(&config)
+        .arg("--json")
+        .arg(&json)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = value["traces"].as_array().unwrap();
+    let row = |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap();
+    let (default, off) = (row("vmm"), row("config"));
+    let pytorch_ops = default["pytorch_segment_ops"].as_u64().unwrap();
+    let ops = |row: &serde_json::Value| row["driver_ops"].as_u64().unwrap();
+    assert!(default["overhead"].as_f64().unwrap() <= 1.05, "{default}");
+    assert!(2 * ops(default) <= 3 * pytorch_ops, "{} driver operations, PyTorch {pytorch_ops}", ops(default));
+    assert!(2 * ops(off) > 3 * pytorch_ops, "without the series handling: {}", ops(off));
+}
+
 /// The shipped traces the default policy does not meet the memory and operation goal on yet (docs/BENCHMARKS.md,
 /// "Traces recorded after the policy"): their figures may not get worse than they are now.
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
-    let ceilings = [("gpt2_sample_generate.pickle.gz", 1.064, 53)];
+    let ceilings = [("gpt2_sample_generate.pickle.gz", 1.059, 39)];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);
     assert_eq!(rows.len(), ceilings.len());

@@ -83,6 +83,8 @@ struct VirtualHeapFile {
     max_ahead_fraction: Option<f64>,
     /// For `peak-slack`: allowed committed bytes above the peak live bytes, at least.
     min_spare_bytes: Option<u64>,
+    /// Whether growing replacement series (KV caches) are watched for and placed to suit.
+    growing_series: Option<bool>,
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -112,6 +114,9 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
         }
         if let Some(granularity) = heap.min_granularity {
             heap_config = heap_config.with_min_granularity(granularity);
+        }
+        if let Some(on) = heap.growing_series {
+            heap_config = heap_config.with_growing_series(on);
         }
         let release: Option<Arc<dyn ReleasePolicy>> = match heap.release.as_deref() {
             None => None,
