@@ -11,7 +11,7 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
 
 Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
 t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
-dlrm_train, llama_hf_generate (see WORKLOADS). Prints
+dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -648,10 +648,63 @@ def llama_hf_generate(torch):
     return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
 
 
+def opt_generate(torch):
+    """An OPT-125m-sized decoder through transformers (`OPTForCausalLM(OPTConfig(...))`: 12 layers, 768 wide, 12
+    heads, 50k vocabulary), fp16, greedy `generate` (the dynamic KV cache grows a token at a time, each layer's K and
+    V several 2 MiB pages at these shapes), 4 rounds (batch, prompt, new tokens) (16, 256, 40), (8, 512, 32),
+    (32, 128, 40), (4, 1024, 24)."""
+    from transformers import OPTConfig, OPTForCausalLM
+
+    torch.manual_seed(0)
+    config = OPTConfig(hidden_size=768, ffn_dim=3072, num_hidden_layers=12, num_attention_heads=12,
+                       vocab_size=50272, max_position_embeddings=2048, word_embed_proj_dim=768)
+    model = OPTForCausalLM(config).eval()
+    rounds = [(16, 256, 40), (8, 512, 32), (32, 128, 40), (4, 1024, 24)]  # batch, prompt, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, prompt, new in rounds:
+            ids = torch.randint(3, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=1)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def gpt2_beam_generate(torch):
+    """GPT-2 small (`GPT2LMHeadModel(GPT2Config())`), fp16, `generate` with 4 beams (every step the cache is reordered
+    by beam, then grows by a token), 3 rounds (batch, prompt, new tokens) (4, 256, 24), (8, 96, 24), (2, 512, 16)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config()
+    model = GPT2LMHeadModel(config).eval()
+    rounds = [(4, 256, 24), (8, 96, 24), (2, 512, 16)]  # batch, prompt, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, prompt, new in rounds:
+            ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=4,
+                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=0, early_stopping=False)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
-                                     llama_hf_generate)}
+                                     llama_hf_generate, opt_generate, gpt2_beam_generate)}
 
 
 # ---------------------------------------------------------------- recording
