@@ -8,6 +8,12 @@
 //! `cuMemSetAccess` per mapped range; `cuMemUnmap` per unmapped range, `cuMemRelease` of a page when it is mapped
 //! nowhere); the host backend models it, in real mode with a memory file mapped shared.
 //!
+//! A growing replacement series (a KV cache replaced every step by a copy one token longer) is detected online:
+//! its members take ranges rounded up to a grid of growth steps, so each copy fits the hole its predecessor left,
+//! and when the series outgrows those holes, one mapping shows the live members' physical pages after the first
+//! member to move, where the next ones follow it. Mappings nothing can use are unmapped past a bound per physical
+//! page.
+//!
 //! Invariants: every page a live allocation touches is mapped, and its physical page's owner is that address
 //! page (so two live allocations never share memory through different addresses); `page_users[p]` counts the
 //! live allocations touching page `p`; a physical page is alive exactly while it is mapped somewhere, and free
@@ -657,10 +663,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let page_size = self.page_size();
         let series_range = self.series.as_ref().and_then(|series| series.range(size, page_size));
         let range = series_range.unwrap_or(size);
+        // A member larger than the oldest live one (which it is about to replace) outgrows the holes the series
+        // leaves: the series moves, each member after the previous one on pages mapped ahead for it. Otherwise
         // TLSF's good fit when its pages are ready; otherwise a free range on ready pages, which needs no driver
         // call either (both checked their pages already); otherwise a placement that needs one.
-        // A member larger than the oldest live one (which it is about to replace) outgrows the holes the series
-        // leaves: the series moves, each member after the previous one on pages mapped ahead for it.
         let outgrowing = series_range.is_some()
             && self
                 .series
@@ -1020,9 +1026,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             return Err(DeviceError::Unsupported("virtual heap already released"));
         };
         // SAFETY: (1) the pages are whole pages inside the reservation (pages index it) and unmapped (checked by
-        // the caller under `&mut self`, and the pages after `last` are unmapped by `room`); (2) the ids are below
-        // the page count (the heap never has more physical pages than address pages) and distinct (each is
-        // either free, and taken off the free list or walked once, or new).
+        // the caller under `&mut self`, and the pages after `last` are unmapped by `room` and `more`); (2) the ids
+        // are below the page count (the heap never has more physical pages than address pages) and distinct (each
+        // is either free, and taken off the free list or walked once, or new, or a series member's, stamped once
+        // and neither free nor new).
         if let Err(error) = unsafe { vm.map_pages(reservation, offset, &ids) } {
             self.forget_ids(&ids, own);
             return Err(error);

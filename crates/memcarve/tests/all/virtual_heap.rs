@@ -487,3 +487,47 @@ fn a_growing_cache_series_keeps_every_pattern_in_real_memory() {
     });
     assert!(stats.last().unwrap().mapped_bytes > 0);
 }
+
+#[test]
+fn randomized_growing_series_among_other_requests_keep_the_page_books_right() {
+    use memcarve::virtual_heap::PeakSlack;
+    // Caches replaced by larger copies (so the series handling runs: grid ranges, members' pages mapped ahead,
+    // the cursor, stale mappings unmapped) among random requests and frees, with little slack so that requests
+    // often find no ready pages; the checker after every operation.
+    for seed in 1..=4 {
+        let config = VirtualHeapConfig::default()
+            .with_reserve_size(2 << 30)
+            .with_release(Arc::new(PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 }));
+        let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+        let mut rng = Rng::new(seed);
+        let desc = |size: u64| AllocationDesc::new("s", size, MemoryLocation::GpuOnly);
+        let check =
+            |step: u64| allocator.check().unwrap_or_else(|v| panic!("seed {seed} step {step}: {v:?}"));
+        let first = rng.log_uniform(MIB, 4 * MIB);
+        let token = rng.log_uniform(8 * 1024, 128 * 1024);
+        let mut caches: Vec<_> = (0..8).map(|_| allocator.allocate(&desc(first)).unwrap()).collect();
+        let mut others = Vec::new();
+        for step in 1..=250u64 {
+            for index in 0..caches.len() {
+                let copy = allocator.allocate(&desc(first + step * token)).unwrap();
+                check(step);
+                allocator.free(std::mem::replace(&mut caches[index], copy)).unwrap();
+                check(step);
+                if others.is_empty() || rng.chance(50) {
+                    others.push(allocator.allocate(&desc(rng.log_uniform(1, 16 * MIB))).unwrap());
+                } else {
+                    allocator.free(others.swap_remove(rng.below(others.len() as u64) as usize)).unwrap();
+                }
+                check(step);
+            }
+        }
+        let stats = allocator.virtual_heap_stats(caches[0].memory_type()).unwrap();
+        assert!(stats.mapped_bytes > stats.committed_bytes, "seed {seed}: pages showed at several addresses");
+        for allocation in caches.into_iter().chain(others) {
+            allocator.free(allocation).unwrap();
+        }
+        allocator.trim_empty_blocks();
+        check(0);
+        assert_eq!(device.counters().committed_bytes, 0, "seed {seed}: every committed page came back");
+    }
+}
