@@ -508,10 +508,10 @@ fn randomized_growing_series_among_other_requests_keep_the_page_books_right() {
         let mut caches: Vec<_> = (0..8).map(|_| allocator.allocate(&desc(first)).unwrap()).collect();
         let mut others = Vec::new();
         for step in 1..=250u64 {
-            for index in 0..caches.len() {
+            for cache in caches.iter_mut() {
                 let copy = allocator.allocate(&desc(first + step * token)).unwrap();
                 check(step);
-                allocator.free(std::mem::replace(&mut caches[index], copy)).unwrap();
+                allocator.free(std::mem::replace(cache, copy)).unwrap();
                 check(step);
                 if others.is_empty() || rng.chance(50) {
                     others.push(allocator.allocate(&desc(rng.log_uniform(1, 16 * MIB))).unwrap());
