@@ -378,6 +378,30 @@ def t5_beam_generate(torch):
     return {"rounds": rounds, "num_beams": 4, "output_shapes": out_lengths, "token_sum": token_sum}
 
 
+def generate_rounds(torch, model, rounds, vocab_size, low=0, seed_each_round=False, **generate_args):
+    """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
+    here) moves to the GPU in fp16, then runs transformers' `generate` once per (batch, prompt, new tokens) round on
+    random prompts of ids in [low, vocab_size), exactly `new` tokens each; `seed_each_round` seeds the global
+    generator (the one sampling draws from) with the round's index first. Returns the rounds, the output shapes and
+    a checksum of the tokens."""
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for index, (batch, prompt, new) in enumerate(rounds):
+            if seed_each_round:
+                torch.manual_seed(index)
+            ids = torch.randint(low, vocab_size, (batch, prompt), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                 min_new_tokens=new, **generate_args)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
 def gpt2_sample_generate(torch):
     """GPT-2 small (`GPT2LMHeadModel(GPT2Config())`, 12 layers, 768 wide), fp16, `generate` with top-k sampling (the
     transformers dynamic KV cache grows a token at a time), 4 rounds (batch, prompt, new tokens) (1, 64, 48),
@@ -386,23 +410,9 @@ def gpt2_sample_generate(torch):
 
     torch.manual_seed(0)
     config = GPT2Config()
-    model = GPT2LMHeadModel(config).eval()
     rounds = [(1, 64, 48), (8, 128, 40), (32, 32, 32), (4, 384, 32)]  # batch, prompt, new tokens
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes, token_sum = [], 0
-    with torch.inference_mode():
-        for index, (batch, prompt, new) in enumerate(rounds):
-            torch.manual_seed(index)  # `generate` samples from the global generator
-            ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True, top_k=50,
-                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=0)
-            shapes.append(list(out.shape))
-            token_sum += int(out.sum().item())
-            del ids, out
-    del model
-    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+    return generate_rounds(torch, GPT2LMHeadModel(config).eval(), rounds, config.vocab_size, seed_each_round=True,
+                           do_sample=True, top_k=50, pad_token_id=0)
 
 
 def moe_train(torch):
@@ -630,22 +640,9 @@ def llama_hf_generate(torch):
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
                          num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048)
-    model = LlamaForCausalLM(config).eval()
     rounds = [(4, 64, 48), (16, 200, 40), (2, 700, 32), (8, 32, 48)]  # batch, prompt, new tokens
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes, token_sum = [], 0
-    with torch.inference_mode():
-        for batch, prompt, new in rounds:
-            ids = torch.randint(3, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=0)
-            shapes.append(list(out.shape))
-            token_sum += int(out.sum().item())
-            del ids, out
-    del model
-    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+    return generate_rounds(torch, LlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
 
 
 def opt_generate(torch):
@@ -658,22 +655,9 @@ def opt_generate(torch):
     torch.manual_seed(0)
     config = OPTConfig(hidden_size=768, ffn_dim=3072, num_hidden_layers=12, num_attention_heads=12,
                        vocab_size=50272, max_position_embeddings=2048, word_embed_proj_dim=768)
-    model = OPTForCausalLM(config).eval()
     rounds = [(16, 256, 40), (8, 512, 32), (32, 128, 40), (4, 1024, 24)]  # batch, prompt, new tokens
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes, token_sum = [], 0
-    with torch.inference_mode():
-        for batch, prompt, new in rounds:
-            ids = torch.randint(3, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=1)
-            shapes.append(list(out.shape))
-            token_sum += int(out.sum().item())
-            del ids, out
-    del model
-    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+    return generate_rounds(torch, OPTForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=1)
 
 
 def gpt2_beam_generate(torch):
@@ -683,22 +667,9 @@ def gpt2_beam_generate(torch):
 
     torch.manual_seed(0)
     config = GPT2Config()
-    model = GPT2LMHeadModel(config).eval()
     rounds = [(4, 256, 24), (8, 96, 24), (2, 512, 16)]  # batch, prompt, new tokens
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes, token_sum = [], 0
-    with torch.inference_mode():
-        for batch, prompt, new in rounds:
-            ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=4,
-                                 max_new_tokens=new, min_new_tokens=new, pad_token_id=0, early_stopping=False)
-            shapes.append(list(out.shape))
-            token_sum += int(out.sum().item())
-            del ids, out
-    del model
-    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+    return generate_rounds(torch, GPT2LMHeadModel(config).eval(), rounds, config.vocab_size, do_sample=False,
+                           num_beams=4, pad_token_id=0, early_stopping=False)
 
 
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
