@@ -11,7 +11,7 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
 
 Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
 t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
-dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate (see WORKLOADS). Prints
+dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -672,10 +672,28 @@ def gpt2_beam_generate(torch):
                            num_beams=4, pad_token_id=0, early_stopping=False)
 
 
+def mla_generate(torch):
+    """A DeepSeek-V3-style decoder through transformers (`DeepseekV3ForCausalLM(DeepseekV3Config(...))`: 6 dense
+    layers, 1024 wide, 16 heads with multi-head latent attention, keys of 128 + 64 rotary dimensions and values of
+    128, so each layer's K and V caches differ in size and grow by different steps; 32k vocabulary), fp16, greedy
+    `generate`, 4 rounds (batch, prompt, new tokens) (16, 256, 32), (8, 512, 32), (32, 96, 32), (4, 1024, 24)."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+    torch.manual_seed(0)
+    config = DeepseekV3Config(vocab_size=32000, hidden_size=1024, intermediate_size=2816, moe_intermediate_size=512,
+                              num_hidden_layers=6, first_k_dense_replace=6, num_attention_heads=16,
+                              num_key_value_heads=16, n_shared_experts=1, n_routed_experts=8, num_experts_per_tok=2,
+                              n_group=1, topk_group=1, kv_lora_rank=256, q_lora_rank=512, qk_rope_head_dim=64,
+                              qk_nope_head_dim=128, v_head_dim=128, max_position_embeddings=4096)
+    rounds = [(16, 256, 32), (8, 512, 32), (32, 96, 32), (4, 1024, 24)]  # batch, prompt, new tokens
+    return generate_rounds(torch, DeepseekV3ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
-                                     llama_hf_generate, opt_generate, gpt2_beam_generate)}
+                                     llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate)}
 
 
 # ---------------------------------------------------------------- recording

@@ -318,9 +318,11 @@ fn fifth_session_recordings_match_an_independent_walk_and_the_recording_script()
     check_recorded("llama_hf_generate.pickle.gz", (67_798, 431.5, 496.0, 1.150), 34, 1);
 }
 
-/// Two more, recorded in the sixth session after the growing-series handling, to judge it on unseen generation runs.
+/// Three more, recorded in the sixth session after the growing-series handling, to judge it on unseen generation
+/// runs.
 #[test]
 fn sixth_session_recordings_match_an_independent_walk_and_the_recording_script() {
     check_recorded("opt_generate.pickle.gz", (42_074, 494.2, 566.0, 1.145), 27, 2);
     check_recorded("gpt2_beam_generate.pickle.gz", (28_454, 546.6, 584.0, 1.068), 26, 2);
+    check_recorded("mla_generate.pickle.gz", (54_936, 506.4, 618.0, 1.220), 35, 1);
 }
