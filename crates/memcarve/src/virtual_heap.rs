@@ -57,6 +57,13 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
     fn commit_ahead_bytes(&self, _state: &HeapState) -> u64 {
         0
     }
+
+    /// Whether [`ReleasePolicy::retained_bytes`] never asks for less than the free pages of a heap whose
+    /// committed bytes are within its peak committed bytes (always so after a free): then the heap does not ask
+    /// after frees, only when it is trimmed. Default: false.
+    fn keeps_free_pages_within_peak(&self) -> bool {
+        false
+    }
 }
 
 /// Keeps committed memory within a slack of the highest live bytes seen so far: free pages stay committed as
@@ -106,6 +113,11 @@ impl ReleasePolicy for PeakSlack {
     fn commit_ahead_bytes(&self, state: &HeapState) -> u64 {
         let room = self.budget(state).saturating_sub(state.committed_bytes);
         room.min((state.committed_bytes as f64 * self.max_ahead_fraction) as u64)
+    }
+
+    /// True: what it keeps is at least the peak committed bytes less those in use.
+    fn keeps_free_pages_within_peak(&self) -> bool {
+        true
     }
 }
 
@@ -507,6 +519,8 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     series: Option<GrowthSeries>,
     /// Mappings past which `unmap_stale` looks for stale ones again (0: the bound alone decides).
     stale_check_at: u64,
+    /// The release policy's [`ReleasePolicy::keeps_free_pages_within_peak`].
+    keeps_within_peak: bool,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -563,6 +577,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             observe: false,
             series: config.growing_series.then(GrowthSeries::default),
             stale_check_at: 0,
+            keeps_within_peak: config.release.keeps_free_pages_within_peak(),
         })
     }
 
@@ -1265,6 +1280,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Gives back free physical pages beyond what the release policy keeps.
     fn release(&mut self, vm: &V) {
+        if self.keeps_within_peak {
+            // Committed bytes never exceed their peak, so the policy keeps every free page.
+            return;
+        }
         let keep = self.release.retained_bytes(&self.state());
         self.release_down_to(vm, keep);
     }
