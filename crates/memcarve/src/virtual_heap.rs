@@ -1156,21 +1156,29 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Unmaps every mapped page no allocation uses (one call per run), to make room for fresh pages when the
     /// address range is used up to its end. Returns whether anything was unmapped.
     fn unmap_unused(&mut self, vm: &V) -> bool {
-        let mut unmapped = false;
-        let mut page = self.mapped_end;
-        while page > 0 {
-            page -= 1;
-            if self.mapped[page] == 0 || self.page_users[page] != 0 {
+        let runs = self.runs(|heap, page| heap.mapped[page] != 0 && heap.page_users[page] == 0);
+        for &(first, last) in runs.iter().rev() {
+            self.unmap_run(vm, first, last);
+        }
+        !runs.is_empty()
+    }
+
+    /// The runs `[first, last]` of pages below the mapped end for which `wanted` holds, lowest first.
+    fn runs(&self, wanted: impl Fn(&Self, usize) -> bool) -> Vec<(usize, usize)> {
+        let mut runs = Vec::new();
+        let mut page = 0;
+        while page < self.mapped_end {
+            if !wanted(self, page) {
+                page += 1;
                 continue;
             }
-            let last = page;
-            while page > 0 && self.mapped[page - 1] != 0 && self.page_users[page - 1] == 0 {
-                page -= 1;
+            let first = page;
+            while page < self.mapped_end && wanted(self, page) {
+                page += 1;
             }
-            self.unmap_run(vm, page, last);
-            unmapped = true;
+            runs.push((first, page - 1));
         }
-        unmapped
+        runs
     }
 
     /// Whether mapped page `page` is of no use: no allocation uses it, and its physical page is either another
@@ -1204,27 +1212,16 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         if mappings <= (MAPPINGS_PER_PAGE * pages).max(self.stale_check_at) {
             return;
         }
-        let mut runs = Vec::new();
-        let mut page = 0;
-        while page < self.mapped_end {
-            if !self.stale(page) {
-                page += 1;
-                continue;
-            }
-            let first = page;
-            while page < self.mapped_end && self.stale(page) {
-                page += 1;
-            }
-            runs.push((page - first, first));
-        }
-        runs.sort_unstable_by(|a, b| b.cmp(a));
+        let mut runs = self.runs(Self::stale);
+        // Longest first (ties: the higher first).
+        runs.sort_unstable_by_key(|&(first, last)| core::cmp::Reverse((last - first, first)));
         let mut left = mappings;
-        for (len, first) in runs {
+        for (first, last) in runs {
             if left <= MAPPINGS_PER_PAGE / 2 * pages {
                 break;
             }
-            self.unmap_run(vm, first, first + len - 1);
-            left -= len as u64;
+            self.unmap_run(vm, first, last);
+            left -= (last - first + 1) as u64;
         }
         self.stale_check_at = left + MAPPINGS_PER_PAGE / 2 * pages;
     }
@@ -1346,28 +1343,19 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Unmaps everything and releases the reservation (live allocations or not).
     pub fn destroy(&mut self, vm: &V) {
-        let mut page = 0;
-        while page < self.mapped_end {
-            if self.mapped[page] == 0 {
-                page += 1;
-                continue;
-            }
-            let start = page;
-            while page < self.mapped_end && self.mapped[page] != 0 {
-                page += 1;
-            }
+        for (first, last) in self.runs(|heap, page| heap.mapped[page] != 0) {
             if let Some(reservation) = self.reservation.as_ref() {
                 // SAFETY: (1) the run is whole mapped pages inside the reservation; the heap is being destroyed
                 // with its allocator, whose contract is that nothing uses its memory any more.
                 unsafe {
                     vm.unmap_pages(
                         reservation,
-                        (start as u64) << self.page_shift,
-                        ((page - start) as u64) << self.page_shift,
+                        (first as u64) << self.page_shift,
+                        ((last - first + 1) as u64) << self.page_shift,
                     )
                 };
             }
-            self.mapped[start..page].fill(0);
+            self.mapped[first..=last].fill(0);
         }
         self.mapped_end = 0;
         self.phys = PhysicalPages::default();
