@@ -149,8 +149,8 @@ pub(crate) struct Tlsf {
 struct FreeLists {
     fl_bitmap: u64,
     sl_bitmaps: [u32; FL_SLOTS],
-    /// Heads by [`Bin`].
-    heads: [u32; BIN_SLOTS],
+    /// Heads by [`Bin`]. Boxed: 8 KiB inline would be copied each time a block is built and moved into place.
+    heads: alloc::boxed::Box<[u32; BIN_SLOTS]>,
     /// Free nodes listed.
     count: usize,
 }
@@ -218,7 +218,26 @@ impl Node {
 
 impl FreeLists {
     fn new() -> FreeLists {
-        FreeLists { fl_bitmap: 0, sl_bitmaps: [0; FL_SLOTS], heads: [NIL; BIN_SLOTS], count: 0 }
+        FreeLists {
+            fl_bitmap: 0,
+            sl_bitmaps: [0; FL_SLOTS],
+            heads: alloc::boxed::Box::new([NIL; BIN_SLOTS]),
+            count: 0,
+        }
+    }
+
+    /// Empties every list, in place: only the listed bins' heads are reset (an unlisted bin's head is NIL).
+    fn clear(&mut self) {
+        for fl in 0..FL_SLOTS {
+            let mut listed = self.sl_bitmaps[fl];
+            while listed != 0 {
+                self.heads[fl * SL_COUNT + listed.trailing_zeros() as usize] = NIL;
+                listed &= listed - 1;
+            }
+        }
+        self.fl_bitmap = 0;
+        self.sl_bitmaps = [0; FL_SLOTS];
+        self.count = 0;
     }
 
     /// Whether `bin` lists any node. The bitmap (a few hot words) answers without touching the heads.
@@ -402,7 +421,7 @@ impl Tlsf {
             node.next_free = VACANT;
             self.vacant.push(index as u32);
         }
-        self.free = FreeLists::new();
+        self.free.clear();
         self.used_bytes = 0;
         self.live_per_class = [0; 4];
         // One slot is always available here: either a vacant one or a fresh one in an empty slab.

@@ -477,6 +477,12 @@ fn page_need(mapped: &[u32], phys: &mut PhysicalPages, page: usize, epoch: u32) 
     PageNeed::Ready
 }
 
+/// `value` rounded up to `alignment` (a power of two, as the ranges check before they show a range), if that
+/// fits: a mask, where the placement closures would otherwise divide on every range they look at.
+fn align_up(value: u64, alignment: u64) -> Option<u64> {
+    Some(value.checked_add(alignment - 1)? & !(alignment - 1))
+}
+
 /// The highest page of `[first, last]` a request cannot use as it is (see [`PageNeed`]).
 fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last: usize) -> Option<usize> {
     let epoch = phys.next_epoch();
@@ -740,7 +746,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let shift = self.page_shift;
         let (mapped, phys) = (&self.mapped[..], &mut self.phys);
         let place = |start: u64, len: u64| {
-            let offset = cursor.checked_next_multiple_of(alignment)?;
+            let offset = align_up(cursor, alignment)?;
             let last = (offset.checked_add(span)? - 1) >> shift;
             let fits = start <= offset && offset + span <= start + len && (last as usize) < mapped.len();
             (fits && highest_unready(mapped, phys, (offset >> shift) as usize, last as usize).is_none())
@@ -773,12 +779,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
                 highest_unready(mapped, phys, first, last).map_or(Ok(()), |page| Err(Some(page)))
             };
-            let first = start.checked_next_multiple_of(alignment)?;
+            let first = align_up(start, alignment)?;
             let blocked = match check(phys, first) {
                 Ok(()) => return Some(first),
                 Err(page) => page,
             };
-            let last = (start + len).checked_sub(span)? / alignment * alignment;
+            let last = (start + len).checked_sub(span)? & !(alignment - 1);
             if last <= first {
                 return None;
             }
@@ -814,7 +820,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let mut budget = PAGES;
         let place = |start: u64, len: u64| {
             let stop = start + len;
-            let first_offset = start.checked_next_multiple_of(alignment)?;
+            let first_offset = align_up(start, alignment)?;
             let first_page = (first_offset >> shift) as usize;
             // The window starts on page `low`; pages `[low, verified)` were found ready.
             let (mut low, mut verified) = (first_page, first_page);
@@ -822,7 +828,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 let offset = if low == first_page {
                     first_offset
                 } else {
-                    ((low as u64) << shift).checked_next_multiple_of(alignment)?
+                    align_up((low as u64) << shift, alignment)?
                 };
                 if offset.checked_add(span)? > stop {
                     return None;
@@ -894,7 +900,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let span = self.span(size);
         let top = (self.mapped_end as u64) << self.page_shift;
         let place = |start: u64, len: u64| {
-            let offset = start.max(top).checked_next_multiple_of(alignment)?;
+            let offset = align_up(start.max(top), alignment)?;
             (offset.checked_add(span)? <= start + len).then_some(offset)
         };
         self.ranges.allocate_at_end_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
