@@ -1174,8 +1174,8 @@ impl<D: Device> Allocator<D> {
     }
 
     /// Creates memory type `memory_type`'s virtual heap in `slot`. Apart from `allocate_virtual`, and never
-    /// inlined into it: a heap is large (its TLSF engine's tables are inline), and the space to build it in
-    /// would otherwise be part of every allocation's stack frame (and probed page by page on every call).
+    /// inlined into it: it runs once per memory type, and the space to build a heap in would otherwise be part
+    /// of every allocation's stack frame.
     #[cold]
     #[inline(never)]
     fn create_heap(
