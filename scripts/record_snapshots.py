@@ -11,7 +11,8 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
 
 Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
 t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
-dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate (see WORKLOADS). Prints
+dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, qwen_sample_generate,
+bart_beam_generate, neox_train_accum, resnet_multiscale_train (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -690,10 +691,111 @@ def mla_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
+def qwen_sample_generate(torch):
+    """A Qwen2-0.5B-sized decoder through transformers (`Qwen2ForCausalLM(Qwen2Config(...))`: 8 layers, 896 wide, 14
+    heads with 2 KV heads, 152k vocabulary, tied embeddings), fp16, `generate` with nucleus sampling (top-p 0.9,
+    temperature 0.8: the large vocabulary makes each step's logits and sampling tensors several pages at batch 32),
+    4 rounds (batch, prompt, new tokens) (1, 128, 48), (16, 96, 32), (32, 48, 32), (4, 512, 24)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=8,
+                         num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096,
+                         tie_word_embeddings=True)
+    rounds = [(1, 128, 48), (16, 96, 32), (32, 48, 32), (4, 512, 24)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Qwen2ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.9, top_k=0, temperature=0.8,
+                           pad_token_id=0)
+
+
+def bart_beam_generate(torch):
+    """A BART-base-sized encoder-decoder through transformers (`BartForConditionalGeneration(BartConfig(...))`: 6 + 6
+    layers, 768 wide, 12 heads, 50k vocabulary), fp16, `generate` with 4 beams over encoder inputs of several
+    lengths (the decoder's self-attention cache grows and is reordered every step; the cross-attention cache is
+    fixed per round), 3 rounds (batch, source tokens, new tokens) (4, 256, 32), (8, 128, 32), (2, 512, 24)."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = BartConfig(vocab_size=50265, d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
+                        decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072,
+                        max_position_embeddings=1024)
+    rounds = [(4, 256, 32), (8, 128, 32), (2, 512, 24)]  # batch, source tokens, new tokens
+    return generate_rounds(torch, BartForConditionalGeneration(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, num_beams=4, early_stopping=False, pad_token_id=1,
+                           decoder_start_token_id=2)
+
+
+def neox_train_accum(torch):
+    """A GPT-NeoX-style decoder through transformers (`GPTNeoXForCausalLM(GPTNeoXConfig(...))`: 6 layers, 1024 wide,
+    16 heads, parallel attention and MLP, 50k vocabulary) trained with bf16 autocast and AdamW, 4 optimizer steps of
+    4 accumulated micro-batches each; the micro-batches (batch, tokens) cycle through (8, 512), (16, 256), (4, 1024),
+    (8, 384), so gradients live across micro-batches of different shapes."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(0)
+    config = GPTNeoXConfig(vocab_size=50304, hidden_size=1024, num_hidden_layers=6, num_attention_heads=16,
+                           intermediate_size=4096, max_position_embeddings=2048, use_parallel_residual=True)
+    model = GPTNeoXForCausalLM(config)
+    shapes = [(8, 512), (16, 256), (4, 1024), (8, 384)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for step in range(4):
+        for batch, tokens in shapes:
+            ids = torch.randint(0, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss / len(shapes)
+            loss.backward()
+            losses.append(loss.item())
+            del ids, loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    del model, opt
+    return {"steps": 4, "micro_batches": shapes, "losses": losses}
+
+
+def resnet_multiscale_train(torch):
+    """torchvision ResNet-34 training with SGD (momentum 0.9), fp16 autocast with GradScaler, channels-last, 12 steps
+    of multi-scale training: each step draws its (batch, image side) from (64, 160), (32, 224), (16, 320),
+    (48, 192), (24, 288), so activation sizes change every step."""
+    import random
+
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet34(num_classes=1000)
+    rng = random.Random(0)
+    steps = [rng.choice([(64, 160), (32, 224), (16, 320), (48, 192), (24, 288)]) for _ in range(12)]
+    start_recording(torch)
+    model = model.cuda().to(memory_format=torch.channels_last).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, side in steps:
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
+        images = images.to(memory_format=torch.channels_last)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    del model, opt, scaler
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
-                                     llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate)}
+                                     llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate,
+                                     qwen_sample_generate, bart_beam_generate, neox_train_accum,
+                                     resnet_multiscale_train)}
 
 
 # ---------------------------------------------------------------- recording

@@ -326,3 +326,14 @@ fn sixth_session_recordings_match_an_independent_walk_and_the_recording_script()
     check_recorded("gpt2_beam_generate.pickle.gz", (28_454, 546.6, 584.0, 1.068), 26, 2);
     check_recorded("mla_generate.pickle.gz", (54_936, 506.4, 618.0, 1.220), 35, 1);
 }
+
+/// Four more, recorded in the seventh session (one device call, 22:10 UTC) to judge the default policy on workloads
+/// of other kinds: nucleus sampling over a 152k vocabulary, an encoder-decoder's beam search, training with
+/// gradient accumulation over micro-batches of several shapes, and multi-scale convolutional training.
+#[test]
+fn seventh_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("qwen_sample_generate.pickle.gz", (56_021, 818.6, 970.0, 1.185), 38, 2);
+    check_recorded("bart_beam_generate.pickle.gz", (28_690, 429.3, 486.0, 1.132), 30, 2);
+    check_recorded("neox_train_accum.pickle.gz", (12_241, 6_232.6, 7_184.0, 1.153), 91, 3);
+    check_recorded("resnet_multiscale_train.pickle.gz", (7_313, 949.4, 1_252.0, 1.319), 58, 3);
+}
