@@ -305,8 +305,12 @@ impl GrowthSeries {
     /// Operations without a replacement after which a series is over.
     const IDLE_OPS: u64 = 4096;
     /// Growth steps in the grid a member's range is rounded up to (then to a power of two, at most half a
-    /// page).
+    /// page and at most [`GrowthSeries::GRID_SHARE`] of the member).
     const GRID_STEPS: u64 = 16;
+    /// The grid is at most the power of two at or above this share of a member's size, so that rounding wastes
+    /// less than an eighth of it: 16 steps of a series that grows fast next to its size make a grid as large as
+    /// the members (bart_beam_generate's were rounded up by 30 to 90 %).
+    const GRID_SHARE: u64 = 16;
     /// Live members remembered.
     const MEMBERS: usize = 256;
 
@@ -316,7 +320,10 @@ impl GrowthSeries {
         if self.streak < Self::MIN_STREAK || !near {
             return None;
         }
-        let grid = (Self::GRID_STEPS * self.step).next_power_of_two().min(page_size / 2);
+        let grid = (Self::GRID_STEPS * self.step)
+            .next_power_of_two()
+            .min(page_size / 2)
+            .min((size / Self::GRID_SHARE).next_power_of_two());
         Some(size.next_multiple_of(grid))
     }
 
@@ -868,8 +875,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Places a request that needs driver calls: at TLSF's good fit when that needs at most one (a mapping of
-    /// the pages it lacks), otherwise on fresh address pages above every mapped one, where one mapping of the
-    /// free physical pages (and new ones) serves it. Fresh pages running out, the mappings no allocation uses
+    /// the pages it lacks), otherwise reaching the fresh address pages above every mapped one (from as low as
+    /// the ready pages below them allow), where one mapping of the free physical pages (and new ones) serves
+    /// it. Fresh pages running out, the mappings no allocation uses
     /// are dropped first; failing that, the good fit it is.
     fn place_needing_one_call(
         &mut self,
@@ -895,12 +903,22 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()
     }
 
-    /// A placement on address pages above every mapped one (the end of the address range), if it has room.
+    /// A placement that reaches the address pages above every mapped one (the end of the address range), if the
+    /// last free range has room: as low in it as the mapped pages below the end are ready, so that a request
+    /// starts right after the last allocation when that one's last page has room (one mapping either way, and
+    /// no page left partly empty between them).
     fn place_fresh(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         let span = self.span(size);
-        let top = (self.mapped_end as u64) << self.page_shift;
+        let shift = self.page_shift;
+        let top = (self.mapped_end as u64) << shift;
+        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
         let place = |start: u64, len: u64| {
-            let offset = align_up(start.max(top), alignment)?;
+            let mut low = start;
+            if start < top {
+                let below = highest_unready(mapped, phys, (start >> shift) as usize, self.mapped_end - 1);
+                low = below.map_or(start, |page| ((page as u64 + 1) << shift).max(start));
+            }
+            let offset = align_up(low, alignment)?;
             (offset.checked_add(span)? <= start + len).then_some(offset)
         };
         self.ranges.allocate_at_end_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
