@@ -12,7 +12,8 @@ builtin types only (what `memcarve_trace::torch` reads) and gzipped.
 Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise, gpt2_medium_ckpt_train,
 t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
 dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, qwen_sample_generate,
-bart_beam_generate, neox_train_accum, resnet_multiscale_train (see WORKLOADS). Prints
+bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate, t5_train_dynamic,
+efficientnet_train, swin_infer (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -790,12 +791,114 @@ def resnet_multiscale_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def mistral_generate(torch):
+    """A Mistral-style decoder through transformers (`MistralForCausalLM(MistralConfig(...))`: 8 layers, 1024 wide, 16
+    heads with 4 KV heads, sliding-window attention of 256 tokens, 32k vocabulary), fp16, greedy `generate`, 4 rounds
+    (batch, prompt, new tokens) (8, 384, 40), (24, 64, 40), (2, 900, 32), (12, 200, 48): prompts longer than the
+    window."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(0)
+    config = MistralConfig(vocab_size=32000, hidden_size=1024, intermediate_size=3584, num_hidden_layers=8,
+                           num_attention_heads=16, num_key_value_heads=4, sliding_window=256,
+                           max_position_embeddings=4096)
+    rounds = [(8, 384, 40), (24, 64, 40), (2, 900, 32), (12, 200, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, MistralForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def t5_train_dynamic(torch):
+    """A T5-base-sized encoder-decoder (`T5ForConditionalGeneration(T5Config(...))`: 12 + 12 layers, 768 wide)
+    trained with teacher forcing, bf16 autocast, AdamW, 10 steps whose (batch, source tokens, target tokens) are
+    drawn from (32, 128, 32), (16, 256, 64), (8, 512, 128), (24, 192, 48), (12, 384, 96)."""
+    import random
+
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
+                      decoder_start_token_id=0, pad_token_id=0)
+    model = T5ForConditionalGeneration(config)
+    rng = random.Random(0)
+    steps = [rng.choice([(32, 128, 32), (16, 256, 64), (8, 512, 128), (24, 192, 48), (12, 384, 96)])
+             for _ in range(10)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, source, target in steps:
+        ids = torch.randint(2, config.vocab_size, (batch, source), device="cuda", generator=gen)
+        labels = torch.randint(2, config.vocab_size, (batch, target), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, labels, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def efficientnet_train(torch):
+    """torchvision EfficientNet-B0 training (depthwise convolutions, squeeze-and-excitation: many small tensors),
+    AdamW, fp16 autocast with GradScaler, 10 steps with batches of 32 to 128 images of 224 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.efficientnet_b0(num_classes=1000)
+    batches = [32, 64, 96, 128, 48, 128, 64, 32, 96, 128]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    del model, opt, scaler
+    return {"batches": batches, "losses": losses}
+
+
+def swin_infer(torch):
+    """torchvision Swin-T inference (shifted-window attention), fp16, 8 (batch, image side) shapes from (1, 224) to
+    (64, 224) and (16, 384), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.swin_t(num_classes=1000)
+    shapes = [(1, 224), (8, 224), (32, 224), (64, 224), (4, 384), (16, 384), (48, 224), (2, 320)]
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, side in shapes:
+                images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
+                checksum += float(model(images).float().sum().item())
+                del images
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
                                      llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate,
                                      qwen_sample_generate, bart_beam_generate, neox_train_accum,
-                                     resnet_multiscale_train)}
+                                     resnet_multiscale_train, mistral_generate, t5_train_dynamic,
+                                     efficientnet_train, swin_infer)}
 
 
 # ---------------------------------------------------------------- recording

@@ -278,6 +278,10 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "bart_beam_generate.pickle.gz",
         "neox_train_accum.pickle.gz",
         "resnet_multiscale_train.pickle.gz",
+        "mistral_generate.pickle.gz",
+        "t5_train_dynamic.pickle.gz",
+        "efficientnet_train.pickle.gz",
+        "swin_infer.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

@@ -337,3 +337,14 @@ fn seventh_session_recordings_match_an_independent_walk_and_the_recording_script
     check_recorded("neox_train_accum.pickle.gz", (12_241, 6_232.6, 7_184.0, 1.153), 91, 3);
     check_recorded("resnet_multiscale_train.pickle.gz", (7_313, 949.4, 1_252.0, 1.319), 58, 3);
 }
+
+/// Four more, recorded in the seventh session after the changes the four above led to, to judge those on unseen
+/// workloads: a sliding-window decoder's generation, encoder-decoder training with dynamic shapes, a depthwise
+/// convolutional network's training and a windowed-attention vision model's inference.
+#[test]
+fn seventh_session_validation_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("mistral_generate.pickle.gz", (68_544, 478.0, 546.0, 1.142), 38, 1);
+    check_recorded("t5_train_dynamic.pickle.gz", (46_939, 9_277.3, 10_740.0, 1.158), 400, 2);
+    check_recorded("efficientnet_train.pickle.gz", (14_512, 5_624.7, 6_608.0, 1.175), 143, 3);
+    check_recorded("swin_infer.pickle.gz", (7_102, 546.6, 1_098.0, 2.009), 33, 2);
+}
