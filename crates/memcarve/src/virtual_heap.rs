@@ -364,14 +364,16 @@ impl GrowthSeries {
 }
 
 /// The physical pages of a heap, named by ids: which address page uses each, which are free (alive, used by
-/// none; least recently freed first), and at which address pages each is mapped. A physical page is alive while
+/// none; in queue order), and at which address pages each is mapped. A physical page is alive while
 /// it is mapped somewhere, as the device keeps it.
 #[derive(Debug, Clone, Default)]
 struct PhysicalPages {
     /// Per id (one cache line holds all of an id's fields: the heap touches them together).
     ids: Vec<PhysicalPage>,
-    /// Free pages, least recently freed first, with stale entries (pages used or dead since) skipped when met;
-    /// at most one entry per id (`queued`).
+    /// Free pages in queue order: a page is queued when it becomes free, and one used and freed again while its
+    /// entry is still queued keeps that entry's place (pages that come and go stay near the front; the order of
+    /// the last frees instead made more driver operations, docs/BENCHMARKS.md). Stale entries (pages used or
+    /// dead since) are skipped when met; at most one entry per id (`queued`).
     free_queue: std::collections::VecDeque<u32>,
     free_count: u64,
     alive: u64,
@@ -427,7 +429,7 @@ impl PhysicalPages {
         page.mappings > 0 && page.owner == 0
     }
 
-    /// The least recently freed free page, dropping stale entries in front of it.
+    /// The first free page in queue order, dropping stale entries in front of it.
     fn first_free(&mut self) -> Option<u32> {
         while let Some(&id) = self.free_queue.front() {
             if self.is_free(id) {
@@ -439,7 +441,7 @@ impl PhysicalPages {
         None
     }
 
-    /// Up to `count` free pages, least recently freed first.
+    /// Up to `count` free pages, in queue order.
     fn free_pages(&self, count: usize) -> impl Iterator<Item = u32> + '_ {
         self.free_queue.iter().copied().filter(|&id| self.is_free(id)).take(count)
     }
@@ -940,8 +942,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Makes every page of `[first, last]` ready for a request of `size`: conflicting pages are unmapped (one
-    /// call per run), and each run of unmapped pages is mapped in one call, onto free physical pages (least
-    /// recently freed first) and new ones. The last run also maps the unmapped pages after the request onto the
+    /// call per run), and each run of unmapped pages is mapped in one call, onto free physical pages (in queue
+    /// order) and new ones. The last run also maps the unmapped pages after the request onto the
     /// remaining free physical pages, and onto new ones as far as the release policy's commit-ahead allows, so
     /// that the next requests find ready pages there, and for a member of a growing series (`member`) the
     /// physical pages of the live members after those.
@@ -1309,7 +1311,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.release_down_to(vm, keep);
     }
 
-    /// Gives back free physical pages, least recently freed first, until at most `keep` bytes of them are left:
+    /// Gives back free physical pages, in queue order, until at most `keep` bytes of them are left:
     /// each goes when every address page it is mapped at is unmapped (one call per run of such pages).
     fn release_down_to(&mut self, vm: &V, keep: u64) {
         let empty = self.stats().empty_bytes;
