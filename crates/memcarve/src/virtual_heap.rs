@@ -879,8 +879,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Places a request that needs driver calls: at TLSF's good fit when that needs at most one (a mapping of
     /// the pages it lacks), otherwise reaching the fresh address pages above every mapped one (from as low as
     /// the ready pages below them allow), where one mapping of the free physical pages (and new ones) serves
-    /// it. Fresh pages running out, the mappings no allocation uses
-    /// are dropped first; failing that, the good fit it is.
+    /// it. Fresh pages running out, the mappings no allocation uses are dropped first; failing that, the good
+    /// fit it is.
     fn place_needing_one_call(
         &mut self,
         vm: &V,
