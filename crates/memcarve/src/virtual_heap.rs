@@ -1483,3 +1483,36 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::GrowthSeries;
+
+    const PAGE: u64 = 2 << 20;
+
+    /// A series that has seen enough replacements of `size` bytes growing by `step`.
+    fn running(size: u64, step: u64) -> GrowthSeries {
+        GrowthSeries { step, size, streak: GrowthSeries::MIN_STREAK, ..GrowthSeries::default() }
+    }
+
+    #[test]
+    fn a_slowly_growing_series_is_rounded_to_many_steps() {
+        // 96 KiB steps of 14 MiB caches: 16 steps are 1.5 MiB, a grid of 1 MiB (half a page).
+        let (size, step) = (14 * (1 << 20) + 5000, 96 << 10);
+        let range = running(size, step).range(size + step, PAGE).unwrap();
+        assert_eq!(range % (1 << 20), 0);
+        assert!(range >= size + step && range < size + step + (1 << 20));
+        assert_eq!(running(size, step).range(size / 2, PAGE), None, "far from the series' size");
+    }
+
+    #[test]
+    fn a_series_growing_fast_next_to_its_size_is_rounded_by_less_than_an_eighth() {
+        // Caches of just over half a page growing 48 KiB a step: 16 steps would make a grid of half a page and
+        // round a 1.1 MiB member up to 2 MiB.
+        for size in [1100 << 10, 1200 << 10, 3 << 20, 600 << 10] {
+            let request = size + (48 << 10);
+            let range = running(size, 48 << 10).range(request, PAGE).unwrap();
+            assert!(range >= request && range - request < request / 8, "{request} in {range}");
+        }
+    }
+}
