@@ -59,30 +59,44 @@ def bert_infer(torch):
     return {"last_pooled_sum": pooled, "shapes": shapes, "repeats": 2}
 
 
-def vit_train_amp(torch):
-    """torchvision ViT-B/16 training, AdamW, fp16 autocast with GradScaler, 5 steps with growing batch."""
-    import torchvision
-
-    model = torchvision.models.vit_b_16(num_classes=1000)
-    batches = [16, 32, 64, 96, 128]
+def train_image_classifier(torch, model, steps, make_optimizer, channels_last=False):
+    """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
+    here) moves to the GPU, then trains it for 1000 classes with fp16 autocast and a GradScaler, one step per
+    (batch, image side) in `steps` on random images and labels. Returns the losses."""
     start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model = model.cuda()
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    model = model.train()
+    opt = make_optimizer(model.parameters())
     scaler = torch.amp.GradScaler("cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     losses = []
-    for batch in batches:
-        x = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
-        y = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+    for batch, side in steps:
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
+        if channels_last:
+            images = images.to(memory_format=torch.channels_last)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
         with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
-        del x, y, loss
+        del images, labels, loss
     del model, opt, scaler
+    return losses
+
+
+def vit_train_amp(torch):
+    """torchvision ViT-B/16 training, AdamW, fp16 autocast with GradScaler, 5 steps with growing batch."""
+    import torchvision
+
+    batches = [16, 32, 64, 96, 128]
+    losses = train_image_classifier(torch, torchvision.models.vit_b_16(num_classes=1000),
+                                    [(batch, 224) for batch in batches],
+                                    lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"losses": losses, "batches": batches}
 
 
@@ -766,28 +780,11 @@ def resnet_multiscale_train(torch):
     import torchvision
 
     torch.manual_seed(0)
-    model = torchvision.models.resnet34(num_classes=1000)
     rng = random.Random(0)
     steps = [rng.choice([(64, 160), (32, 224), (16, 320), (48, 192), (24, 288)]) for _ in range(12)]
-    start_recording(torch)
-    model = model.cuda().to(memory_format=torch.channels_last).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    scaler = torch.amp.GradScaler("cuda")
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch, side in steps:
-        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
-        images = images.to(memory_format=torch.channels_last)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, loss
-    del model, opt, scaler
+    losses = train_image_classifier(torch, torchvision.models.resnet34(num_classes=1000), steps,
+                                    lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+                                    channels_last=True)
     return {"steps": steps, "losses": losses}
 
 
@@ -847,26 +844,10 @@ def efficientnet_train(torch):
     import torchvision
 
     torch.manual_seed(0)
-    model = torchvision.models.efficientnet_b0(num_classes=1000)
     batches = [32, 64, 96, 128, 48, 128, 64, 32, 96, 128]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cuda")
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, loss
-    del model, opt, scaler
+    losses = train_image_classifier(torch, torchvision.models.efficientnet_b0(num_classes=1000),
+                                    [(batch, 224) for batch in batches],
+                                    lambda params: torch.optim.AdamW(params, lr=1e-3))
     return {"batches": batches, "losses": losses}
 
 
