@@ -905,10 +905,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()
     }
 
-    /// A placement that reaches the address pages above every mapped one (the end of the address range), if the
-    /// last free range has room: as low in it as the mapped pages below the end are ready, so that a request
-    /// starts right after the last allocation when that one's last page has room (one mapping either way, and
-    /// no page left partly empty between them).
+    /// A placement in the last free range, which holds the address pages above every mapped one (the end of the
+    /// address range), if it has room: as low in it as the mapped pages below the end are ready, so that a
+    /// request starts right after the last allocation when that one's last page has room (at most one mapping,
+    /// of the pages above the end, and no page left partly empty between them).
     fn place_fresh(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         let span = self.span(size);
         let shift = self.page_shift;
