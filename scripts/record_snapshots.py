@@ -13,7 +13,8 @@ Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoi
 t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
 dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, qwen_sample_generate,
 bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate, t5_train_dynamic,
-efficientnet_train, swin_infer (see WORKLOADS). Prints
+efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer (see
+WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -873,13 +874,110 @@ def swin_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def llama_prefill_lengths(torch):
+    """A Llama-style model through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 8 layers, 1024 wide, 16 heads
+    with 4 KV heads, 32k vocabulary), fp16, forward passes only (no cache kept), as a server prefills prompts:
+    (batch, tokens) (1, 4096), (4, 1024), (2, 3000), (8, 512), (1, 2048), (16, 256), (3, 1500), each twice."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=4096)
+    model = LlamaForCausalLM(config).eval()
+    shapes = [(1, 4096), (4, 1024), (2, 3000), (8, 512), (1, 2048), (16, 256), (3, 1500)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, tokens in shapes:
+                ids = torch.randint(3, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
+                logits = model(input_ids=ids, use_cache=False).logits
+                checksum += float(logits[:, -1].float().sum().item())
+                del ids, logits
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def llama_partial_finetune(torch):
+    """A Llama-style model through transformers (6 layers, 1024 wide, 16 heads with 4 KV heads, 32k vocabulary)
+    fine-tuned with its embeddings and first four layers frozen (no gradients or optimizer state for them), bf16
+    autocast, AdamW, 8 steps of (batch, tokens) drawn from (8, 512), (4, 1024), (16, 256), (2, 2048)."""
+    import random
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=6, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=4096)
+    model = LlamaForCausalLM(config)
+    for module in [model.model.embed_tokens, *model.model.layers[:4]]:
+        module.requires_grad_(False)
+    rng = random.Random(0)
+    steps = [rng.choice([(8, 512), (4, 1024), (16, 256), (2, 2048)]) for _ in range(8)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, tokens in steps:
+        ids = torch.randint(3, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def conv_autoencoder_infer(torch):
+    """A convolutional encoder-decoder in plain torch (4 levels of 64 / 128 / 256 / 512 channels down with strided
+    convolutions and up with nearest upsampling, group norm and SiLU, a VAE decoder's shape), fp16 inference on
+    images of 256 to 1024 pixels at batches 1 to 8: large activations, a few at a time."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(32, cout), nn.SiLU(),
+                             nn.Conv2d(cout, cout, 3, padding=1), nn.GroupNorm(32, cout), nn.SiLU())
+
+    widths = [64, 128, 256, 512]
+    down, up = [], []
+    cin = 3
+    for width in widths:
+        down += [block(cin, width), nn.Conv2d(width, width, 3, stride=2, padding=1)]
+        cin = width
+    for width in reversed(widths):
+        up += [nn.Upsample(scale_factor=2, mode="nearest"), block(cin, width)]
+        cin = width
+    model = nn.Sequential(*down, *up, nn.Conv2d(cin, 3, 3, padding=1)).eval()
+    shapes = [(1, 1024), (4, 512), (8, 256), (2, 768), (1, 896), (6, 384)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, side in shapes:
+                images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
+                checksum += float(model(images).float().mean().item())
+                del images
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
                                      llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate,
                                      qwen_sample_generate, bart_beam_generate, neox_train_accum,
                                      resnet_multiscale_train, mistral_generate, t5_train_dynamic,
-                                     efficientnet_train, swin_infer)}
+                                     efficientnet_train, swin_infer, llama_prefill_lengths,
+                                     llama_partial_finetune, conv_autoencoder_infer)}
 
 
 # ---------------------------------------------------------------- recording

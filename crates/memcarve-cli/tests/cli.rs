@@ -282,6 +282,9 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "t5_train_dynamic.pickle.gz",
         "efficientnet_train.pickle.gz",
         "swin_infer.pickle.gz",
+        "llama_prefill_lengths.pickle.gz",
+        "llama_partial_finetune.pickle.gz",
+        "conv_autoencoder_infer.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

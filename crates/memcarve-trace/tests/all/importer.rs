@@ -347,4 +347,7 @@ fn seventh_session_validation_recordings_match_an_independent_walk_and_the_recor
     check_recorded("t5_train_dynamic.pickle.gz", (46_939, 9_277.3, 10_740.0, 1.158), 400, 2);
     check_recorded("efficientnet_train.pickle.gz", (14_512, 5_624.7, 6_608.0, 1.175), 143, 3);
     check_recorded("swin_infer.pickle.gz", (7_102, 546.6, 1_098.0, 2.009), 33, 2);
+    check_recorded("llama_prefill_lengths.pickle.gz", (5_144, 707.0, 1_108.0, 1.567), 29, 1);
+    check_recorded("llama_partial_finetune.pickle.gz", (4_549, 3_049.2, 3_480.0, 1.141), 73, 2);
+    check_recorded("conv_autoencoder_infer.pickle.gz", (1_826, 899.3, 1_668.0, 1.855), 10, 0);
 }
