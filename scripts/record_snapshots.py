@@ -805,6 +805,29 @@ def mistral_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
+def train_bf16(torch, model, steps, inputs, make_optimizer):
+    """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
+    here) moves to the GPU, then trains it with bf16 autocast, one optimizer step per item of `steps`: `inputs(gen,
+    step)` gives the model's keyword arguments (labels included) from the recording's generator, `make_optimizer`
+    the optimizer over the parameters that take gradients. Returns the losses."""
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = make_optimizer([p for p in model.parameters() if p.requires_grad])
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for step in steps:
+        args = inputs(gen, step)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(**args).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del args, loss
+    del model, opt
+    return losses
+
+
 def t5_train_dynamic(torch):
     """A T5-base-sized encoder-decoder (`T5ForConditionalGeneration(T5Config(...))`: 12 + 12 layers, 768 wide)
     trained with teacher forcing, bf16 autocast, AdamW, 10 steps whose (batch, source tokens, target tokens) are
@@ -816,26 +839,18 @@ def t5_train_dynamic(torch):
     torch.manual_seed(0)
     config = T5Config(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
                       decoder_start_token_id=0, pad_token_id=0)
-    model = T5ForConditionalGeneration(config)
     rng = random.Random(0)
     steps = [rng.choice([(32, 128, 32), (16, 256, 64), (8, 512, 128), (24, 192, 48), (12, 384, 96)])
              for _ in range(10)]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch, source, target in steps:
+
+    def inputs(gen, step):
+        batch, source, target = step
         ids = torch.randint(2, config.vocab_size, (batch, source), device="cuda", generator=gen)
         labels = torch.randint(2, config.vocab_size, (batch, target), device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del ids, labels, loss
-    del model, opt
+        return {"input_ids": ids, "labels": labels}
+
+    losses = train_bf16(torch, T5ForConditionalGeneration(config), steps, inputs,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"steps": steps, "losses": losses}
 
 
@@ -852,25 +867,34 @@ def efficientnet_train(torch):
     return {"batches": batches, "losses": losses}
 
 
-def swin_infer(torch):
-    """torchvision Swin-T inference (shifted-window attention), fp16, 8 (batch, image side) shapes from (1, 224) to
-    (64, 224) and (16, 384), each twice."""
-    import torchvision
-
-    torch.manual_seed(0)
-    model = torchvision.models.swin_t(num_classes=1000)
-    shapes = [(1, 224), (8, 224), (32, 224), (64, 224), (4, 384), (16, 384), (48, 224), (2, 320)]
+def infer_images(torch, model, shapes, move, score):
+    """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
+    here) moves to the GPU through `move`, then runs it in inference mode twice over every (batch, image side) in
+    `shapes` on random fp16 images; `score` turns each output into a number. Returns their sum."""
     start_recording(torch)
-    model = model.cuda().half().eval()
+    model = move(model)
     gen = torch.Generator(device="cuda").manual_seed(0)
     checksum = 0.0
     with torch.inference_mode():
         for _ in range(2):
             for batch, side in shapes:
                 images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
-                checksum += float(model(images).float().sum().item())
+                checksum += score(model(images))
                 del images
     del model
+    return checksum
+
+
+def swin_infer(torch):
+    """torchvision Swin-T inference (shifted-window attention), fp16, 8 (batch, image side) shapes from (1, 224) to
+    (64, 224) and (16, 384), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(1, 224), (8, 224), (32, 224), (64, 224), (4, 384), (16, 384), (48, 224), (2, 320)]
+    checksum = infer_images(torch, torchvision.models.swin_t(num_classes=1000), shapes,
+                            lambda model: model.cuda().half().eval(),
+                            lambda out: float(out.float().sum().item()))
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -911,26 +935,20 @@ def llama_partial_finetune(torch):
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=6, num_attention_heads=16,
                          num_key_value_heads=4, vocab_size=32000, max_position_embeddings=4096)
-    model = LlamaForCausalLM(config)
-    for module in [model.model.embed_tokens, *model.model.layers[:4]]:
-        module.requires_grad_(False)
+
+    def frozen_model():
+        model = LlamaForCausalLM(config)
+        for module in [model.model.embed_tokens, *model.model.layers[:4]]:
+            module.requires_grad_(False)
+        return model
+
+    def inputs(gen, step):
+        ids = torch.randint(3, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": ids, "labels": ids}
+
     rng = random.Random(0)
     steps = [rng.choice([(8, 512), (4, 1024), (16, 256), (2, 2048)]) for _ in range(8)]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch, tokens in steps:
-        ids = torch.randint(3, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del ids, loss
-    del model, opt
+    losses = train_bf16(torch, frozen_model(), steps, inputs, lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"steps": steps, "losses": losses}
 
 
@@ -954,19 +972,10 @@ def conv_autoencoder_infer(torch):
     for width in reversed(widths):
         up += [nn.Upsample(scale_factor=2, mode="nearest"), block(cin, width)]
         cin = width
-    model = nn.Sequential(*down, *up, nn.Conv2d(cin, 3, 3, padding=1)).eval()
     shapes = [(1, 1024), (4, 512), (8, 256), (2, 768), (1, 896), (6, 384)]
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0.0
-    with torch.inference_mode():
-        for _ in range(2):
-            for batch, side in shapes:
-                images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
-                checksum += float(model(images).float().mean().item())
-                del images
-    del model
+    checksum = infer_images(torch, nn.Sequential(*down, *up, nn.Conv2d(cin, 3, 3, padding=1)).eval(), shapes,
+                            lambda model: model.to("cuda", torch.float16),
+                            lambda out: float(out.float().mean().item()))
     return {"shapes": shapes, "checksum": checksum}
 
 
