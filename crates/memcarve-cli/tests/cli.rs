@@ -31,15 +31,21 @@ fn temp(name: &str) -> PathBuf {
 
 /// `memcarve replay ARGS --json FILE TRACES...`, which must succeed: its stdout and the JSON rows.
 fn replay_json(args: &[&str], traces: &[&str]) -> (String, Vec<serde_json::Value>) {
+    let paths: Vec<PathBuf> = traces.iter().map(|name| trace(name)).collect();
+    replay_json_at(args.iter().map(std::ffi::OsStr::new), &paths)
+}
+
+/// `replay_json` for traces named by path, with arguments that may be paths too.
+fn replay_json_at<'a>(
+    args: impl IntoIterator<Item = &'a std::ffi::OsStr>,
+    paths: &[PathBuf],
+) -> (String, Vec<serde_json::Value>) {
     // Tests run in parallel: each call writes its own file.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let json = temp(&format!("replay-{call}.json"));
     let mut command = memcarve();
-    command.arg("replay").args(args).arg("--json").arg(&json);
-    for name in traces {
-        command.arg(trace(name));
-    }
+    command.arg("replay").args(args).arg("--json").arg(&json).args(paths);
     let output = command.output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -314,18 +320,8 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
     }
     let config = temp("no-series.toml");
     std::fs::write(&config, "[virtual_heap]\ngrowing_series = false\n").unwrap();
-    let json = temp("gpt2-generate.json");
-    let output = memcarve()
-        .args(["replay", "--policy", "vmm", "--config"])
-        .arg(&config)
-        .arg("--json")
-        .arg(&json)
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let rows = value["traces"].as_array().unwrap();
+    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
+    let (_, rows) = replay_json_at(args, &[path]);
     let row = |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap();
     let (default, off) = (row("vmm"), row("config"));
     let pytorch_ops = default["pytorch_segment_ops"].as_u64().unwrap();
