@@ -6,7 +6,7 @@ use std::sync::Arc;
 use memcarve::backends::host::{
     FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
 };
-use memcarve::virtual_heap::{ReleaseImmediately, RetainEmpty, VirtualHeapStats};
+use memcarve::virtual_heap::{PeakSlack, ReleaseImmediately, RetainEmpty, VirtualHeapStats};
 use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Error, MemoryLocation, VirtualHeapConfig};
 
 use crate::rng::Rng;
@@ -21,6 +21,14 @@ fn virtual_allocator(
     let allocator =
         Allocator::new(Arc::clone(&device), AllocatorConfig::default().with_virtual_heap(heap)).unwrap();
     (device, allocator)
+}
+
+/// A simulated heap for the randomized tests: a small reservation (the checker walks every page) and little slack
+/// with no floor of spare pages, so that requests often find no ready pages.
+fn tight_allocator() -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
+    let release = PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 };
+    let config = VirtualHeapConfig::default().with_reserve_size(2 << 30).with_release(Arc::new(release));
+    virtual_allocator(HostMode::Simulated, config)
 }
 
 #[test]
@@ -136,16 +144,12 @@ fn commit_failures_are_clean_and_lose_nothing() {
 
 #[test]
 fn randomized_peak_slack_swaps_keep_the_page_books_right() {
-    use memcarve::virtual_heap::PeakSlack;
     // A small reservation (the checker walks every page) and no floor of spare pages, so requests often find no
     // ready pages: placement on ready pages, mappings of free pages at fresh addresses, unmaps of conflicting
     // ones, and (the reservation running out) unmaps of unused addresses all run, with the checker (users,
     // mappings, owners, free queue, bytes) after every operation.
     for seed in 1..=8 {
-        let config = VirtualHeapConfig::default()
-            .with_reserve_size(2 << 30)
-            .with_release(Arc::new(PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 }));
-        let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+        let (device, allocator) = tight_allocator();
         let mut rng = Rng::new(seed);
         let mut live = Vec::new();
         let mut live_bytes = 0u64;
@@ -178,7 +182,7 @@ fn randomized_peak_slack_swaps_keep_the_page_books_right() {
 
 #[test]
 fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
-    let config = VirtualHeapConfig::default().with_release(Arc::new(memcarve::virtual_heap::PeakSlack {
+    let config = VirtualHeapConfig::default().with_release(Arc::new(PeakSlack {
         slack: 0.03,
         max_ahead_fraction: 0.25,
         min_spare_bytes: 0,
@@ -217,7 +221,7 @@ fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
 
 #[test]
 fn a_request_that_fits_no_hole_maps_the_free_pages_at_fresh_addresses() {
-    let config = VirtualHeapConfig::default().with_release(Arc::new(memcarve::virtual_heap::PeakSlack {
+    let config = VirtualHeapConfig::default().with_release(Arc::new(PeakSlack {
         slack: 0.03,
         max_ahead_fraction: 0.0,
         min_spare_bytes: 0,
@@ -263,7 +267,6 @@ fn a_request_that_fits_no_hole_maps_the_free_pages_at_fresh_addresses() {
 
 #[test]
 fn a_request_that_fits_a_hole_on_committed_pages_goes_there_rather_than_to_new_pages() {
-    use memcarve::virtual_heap::PeakSlack;
     let config = VirtualHeapConfig::default().with_release(Arc::new(PeakSlack {
         slack: 1.0,
         max_ahead_fraction: 0.0,
@@ -296,7 +299,7 @@ fn a_request_that_fits_a_hole_on_committed_pages_goes_there_rather_than_to_new_p
 
 #[test]
 fn a_physical_page_given_back_is_unmapped_at_every_address_it_shows_at() {
-    let config = VirtualHeapConfig::default().with_release(Arc::new(memcarve::virtual_heap::PeakSlack {
+    let config = VirtualHeapConfig::default().with_release(Arc::new(PeakSlack {
         slack: 0.0,
         max_ahead_fraction: 0.0,
         min_spare_bytes: 0,
@@ -490,15 +493,11 @@ fn a_growing_cache_series_keeps_every_pattern_in_real_memory() {
 
 #[test]
 fn randomized_growing_series_among_other_requests_keep_the_page_books_right() {
-    use memcarve::virtual_heap::PeakSlack;
     // Caches replaced by larger copies (so the series handling runs: grid ranges, members' pages mapped ahead,
     // the cursor, stale mappings unmapped) among random requests and frees, with little slack so that requests
     // often find no ready pages; the checker after every operation.
     for seed in 1..=4 {
-        let config = VirtualHeapConfig::default()
-            .with_reserve_size(2 << 30)
-            .with_release(Arc::new(PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 }));
-        let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+        let (device, allocator) = tight_allocator();
         let mut rng = Rng::new(seed);
         let desc = |size: u64| AllocationDesc::new("s", size, MemoryLocation::GpuOnly);
         let check =
