@@ -536,6 +536,9 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     stale_check_at: u64,
     /// The release policy's [`ReleasePolicy::keeps_free_pages_within_peak`].
     keeps_within_peak: bool,
+    /// `make_ready`'s list of what each page needs, kept between calls so that a mapping allocates nothing
+    /// here.
+    needs: Vec<PageNeed>,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -593,6 +596,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             series: config.growing_series.then(GrowthSeries::default),
             stale_check_at: 0,
             keeps_within_peak: config.release.keeps_free_pages_within_peak(),
+            needs: Vec::new(),
         })
     }
 
@@ -955,29 +959,33 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         size: u64,
         member: bool,
     ) -> Result<(), DeviceError> {
+        // Pages at or above the mapped end are unmapped: only those below it are looked at.
+        let looked = self.mapped_end.clamp(first, last + 1);
         let epoch = self.phys.next_epoch();
-        let needs: Vec<PageNeed> =
-            (first..=last).rev().map(|page| page_need(&self.mapped, &mut self.phys, page, epoch)).collect();
-        let need = |page: usize| needs[last - page];
-        if (first..=last).all(|page| need(page) == PageNeed::Ready) {
+        let mut needs = core::mem::take(&mut self.needs);
+        needs.clear();
+        needs.extend((first..looked).rev().map(|page| page_need(&self.mapped, &mut self.phys, page, epoch)));
+        let need = |page: usize| if page < looked { needs[looked - 1 - page] } else { PageNeed::Unmapped };
+        if looked > last && (first..=last).all(|page| need(page) == PageNeed::Ready) {
+            self.needs = needs;
             return Ok(());
         }
         let mut page = first;
-        while page <= last {
+        while page < looked {
             if need(page) != PageNeed::Conflict {
                 page += 1;
                 continue;
             }
             let run_first = page;
-            while page <= last && need(page) == PageNeed::Conflict {
+            while page < looked && need(page) == PageNeed::Conflict {
                 page += 1;
             }
             self.unmap_run(vm, run_first, page - 1);
         }
         // The ready pages are this request's from now on, so that no mapping below hands their physical pages
         // to another page of the range.
-        let ready: Vec<usize> = (first..=last).filter(|&page| need(page) == PageNeed::Ready).collect();
-        for &page in &ready {
+        let ready = |page: &usize| need(*page) == PageNeed::Ready;
+        for page in (first..looked).filter(ready) {
             self.take_page(page);
         }
         let mut page = first;
@@ -995,10 +1003,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             result = self.map_run(vm, run_first, page - 1, ahead, size);
         }
         if result.is_err() {
-            for &page in &ready {
+            for page in (first..looked).filter(ready) {
                 self.leave_page(page);
             }
         }
+        self.needs = needs;
         result
     }
 
@@ -1018,13 +1027,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let mut created = 0u64;
         // The request's own pages: free physical pages first (they are the request's now), then new ones.
         for page in first..=last {
-            let id = match self.phys.first_free() {
-                None => {
-                    created += 1;
-                    self.phys.new_id()
-                }
-                Some(id) => id,
-            };
+            let id = self.phys.first_free().unwrap_or_else(|| {
+                created += 1;
+                self.phys.new_id()
+            });
             self.claim(id, page);
             ids.push(id);
         }

@@ -629,16 +629,16 @@ unsafe impl VirtualMemory for HostDevice {
         if let Some(page) = (first..last).find(|&page| table.mapped[page] != 0) {
             return Err(DeviceError::Other(format!("page {page} is already mapped")));
         }
-        if let Some(&id) = pages.iter().find(|&&id| id as usize >= table.pages) {
-            return Err(DeviceError::Other(format!("physical page {id} is out of range")));
-        }
         if let Some(&highest) = pages.iter().max() {
+            if highest as usize >= table.pages {
+                return Err(DeviceError::Other(format!("physical page {highest} is out of range")));
+            }
             table.cover_ids(highest as usize + 1);
         }
-        if let Some(id) = table.repeated(pages) {
-            return Err(DeviceError::Other(format!("physical page {id} is named twice")));
-        }
-        let new = pages.iter().filter(|&&id| table.mappings[id as usize] == 0).count() as u64 * granularity;
+        let new = table
+            .count_new(pages)
+            .map_err(|id| DeviceError::Other(format!("physical page {id} is named twice")))?
+            * granularity;
         self.ledger().admit(Operation::Commit, reservation.heap_index, heap_size, new)?;
         if let Some(mapping) = &reservation.mapping {
             // One shared mapping per run of consecutive ids.
@@ -847,17 +847,22 @@ impl PageTable {
         }
     }
 
-    /// An id named twice in `pages` (all covered), if any: one pass with a fresh stamp.
-    fn repeated(&mut self, pages: &[u32]) -> Option<u32> {
+    /// How many of `pages` (all covered) are mapped nowhere yet, or an id named twice: one pass with a fresh
+    /// stamp.
+    fn count_new(&mut self, pages: &[u32]) -> Result<u64, u32> {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.seen.fill(0);
             self.stamp = 1;
         }
-        pages
-            .iter()
-            .copied()
-            .find(|&id| core::mem::replace(&mut self.seen[id as usize], self.stamp) == self.stamp)
+        let mut new = 0;
+        for &id in pages {
+            if core::mem::replace(&mut self.seen[id as usize], self.stamp) == self.stamp {
+                return Err(id);
+            }
+            new += u64::from(self.mappings[id as usize] == 0);
+        }
+        Ok(new)
     }
 }
 
