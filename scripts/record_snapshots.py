@@ -13,8 +13,8 @@ Workloads: bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoi
 t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convnext_infer, detection_infer,
 dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, qwen_sample_generate,
 bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate, t5_train_dynamic,
-efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer (see
-WORKLOADS). Prints
+efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer,
+serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -979,6 +979,257 @@ def conv_autoencoder_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def serving_continuous_batch(torch):
+    """A Llama-style decoder in plain torch (6 layers, 1024 wide, 8 heads of 128, 32k vocabulary), bf16, serving 16
+    requests by continuous batching: up to 6 run at once, each with its own KV cache per layer (grown by a token
+    a step with `torch.cat`), prompts of 32 to 768 tokens prefilled as a request joins, 16 to 128 new tokens each, so
+    caches of many lengths grow side by side and end at different times."""
+    import random
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    width, heads, layers, vocab = 1024, 8, 6, 32000
+    head_dim = width // heads
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.RMSNorm(width), nn.RMSNorm(width)
+            self.qkv, self.out = nn.Linear(width, 3 * width, bias=False), nn.Linear(width, width, bias=False)
+            self.up, self.down = nn.Linear(width, 2 * 2816, bias=False), nn.Linear(2816, width, bias=False)
+
+        def forward(self, x, caches):
+            # x: (tokens of every sequence, width); caches: per sequence [k, v] of (heads, length, head_dim)
+            q, k, v = self.qkv(self.norm1(x)).split(width, dim=-1)
+            outs, start = [], 0
+            for cache, count in caches:
+                end = start + count
+                kk = k[start:end].view(count, heads, head_dim).transpose(0, 1)
+                vv = v[start:end].view(count, heads, head_dim).transpose(0, 1)
+                if cache[0] is not None:
+                    kk, vv = torch.cat([cache[0], kk], dim=1), torch.cat([cache[1], vv], dim=1)
+                cache[0], cache[1] = kk, vv
+                qq = q[start:end].view(count, heads, head_dim).transpose(0, 1)
+                attn = F.scaled_dot_product_attention(qq.unsqueeze(0), kk.unsqueeze(0), vv.unsqueeze(0),
+                                                      is_causal=count > 1)
+                outs.append(attn.squeeze(0).transpose(0, 1).reshape(count, width))
+                start = end
+            x = x + self.out(torch.cat(outs))
+            gate, up = self.up(self.norm2(x)).chunk(2, dim=-1)
+            return x + self.down(F.silu(gate) * up)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
+            self.layers, self.norm = nn.ModuleList(Layer() for _ in range(layers)), nn.RMSNorm(width)
+
+        def forward(self, ids, sequences):
+            # sequences: (per-layer caches, token count) per running sequence, in the order of `ids`
+            x = self.embed(ids)
+            for index, layer in enumerate(self.layers):
+                x = layer(x, [(caches[index], count) for caches, count in sequences])
+            ends = torch.tensor([count for _, count in sequences], device=ids.device).cumsum(0) - 1
+            return self.head(self.norm(x[ends])).argmax(-1)
+
+    rng = random.Random(0)
+    requests = [(rng.randint(32, 768), rng.randint(16, 128)) for _ in range(16)]  # prompt, new tokens
+    model = Model().eval()
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    waiting, running, steps, token_sum = list(requests), [], 0, 0
+    with torch.inference_mode():
+        while waiting or running:
+            joining = []
+            while waiting and len(running) + len(joining) < 6:
+                prompt, new = waiting.pop(0)
+                ids = torch.randint(0, vocab, (prompt,), device="cuda", generator=gen)
+                joining.append({"caches": [[None, None] for _ in range(layers)], "ids": ids, "left": new})
+            for seq in running:
+                seq["ids"] = seq["next"]
+            batch = running + joining
+            ids = torch.cat([seq["ids"] for seq in batch])
+            nexts = model(ids, [(seq["caches"], seq["ids"].numel()) for seq in batch])
+            del ids
+            running = []
+            for index, seq in enumerate(batch):
+                seq["next"], seq["ids"] = nexts[index:index + 1], None
+                seq["left"] -= 1
+                if seq["left"] > 0:
+                    running.append(seq)
+                else:
+                    token_sum += int(seq["next"].item())
+            del batch, nexts
+            steps += 1
+    del model
+    return {"requests": requests, "steps": steps, "token_sum": token_sum}
+
+
+def whisper_decode(torch):
+    """A Whisper-base-sized speech encoder-decoder through transformers (`WhisperForConditionalGeneration(
+    WhisperConfig(...))`: 6 + 6 layers, 512 wide, 51,865-token vocabulary), fp16, greedy decoding by hand with the
+    encoder-decoder cache (self-attention caches growing, cross-attention caches fixed) on random 30 s log-mel inputs,
+    4 rounds (batch, new tokens) (1, 96), (4, 64), (8, 48), (2, 128)."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = WhisperConfig(vocab_size=51865, d_model=512, encoder_layers=6, decoder_layers=6,
+                           encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+                           decoder_ffn_dim=2048, num_mel_bins=80, max_target_positions=448)
+    model = WhisperForConditionalGeneration(config).eval()
+    rounds = [(1, 96), (4, 64), (8, 48), (2, 128)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    token_sum = 0
+    with torch.inference_mode():
+        for batch, new in rounds:
+            features = torch.randn(batch, 80, 3000, device="cuda", generator=gen, dtype=torch.float16)
+            encoded = model.model.encoder(features).last_hidden_state
+            ids = torch.full((batch, 1), config.decoder_start_token_id, device="cuda", dtype=torch.long)
+            past = None
+            for _ in range(new):
+                out = model(encoder_outputs=(encoded,), decoder_input_ids=ids, past_key_values=past, use_cache=True)
+                past, ids = out.past_key_values, out.logits[:, -1:].argmax(-1)
+                del out
+            token_sum += int(ids.sum().item())
+            del features, encoded, ids, past
+    del model
+    return {"rounds": rounds, "token_sum": token_sum}
+
+
+def clip_train(torch):
+    """A CLIP-sized dual encoder through transformers (`CLIPModel(CLIPConfig(...))`: a ViT-B/32 image tower and a
+    12-layer 512-wide text tower) trained with the contrastive loss (a batch x batch similarity matrix), bf16
+    autocast, AdamW, 8 steps with batches of 64 to 256 image-caption pairs."""
+    from transformers import CLIPConfig, CLIPModel
+
+    torch.manual_seed(0)
+    config = CLIPConfig(text_config={"hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 12,
+                                     "num_attention_heads": 8, "max_position_embeddings": 77},
+                        vision_config={"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                                       "num_attention_heads": 12, "image_size": 224, "patch_size": 32},
+                        projection_dim=512)
+    batches = [64, 128, 256, 96, 192, 256, 128, 64]
+
+    def inputs(gen, batch):
+        return {"input_ids": torch.randint(0, config.text_config.vocab_size, (batch, 77), device="cuda",
+                                           generator=gen),
+                "pixel_values": torch.randn(batch, 3, 224, 224, device="cuda", generator=gen),
+                "return_loss": True}
+
+    losses = train_bf16(torch, CLIPModel(config), batches, inputs, lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"batches": batches, "losses": losses}
+
+
+def gnn_train(torch):
+    """A 3-layer graph convolutional network in plain torch (256 wide, mean aggregation by `index_add_` over edge
+    lists), fp32, AdamW, 8 steps on random graphs of 40,000 to 200,000 nodes and 8 to 16 edges per node: tensor sizes
+    follow the node and edge counts, different every step."""
+    import random
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    width, features, classes = 256, 128, 40
+
+    class Gcn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lins = nn.ModuleList([nn.Linear(features, width), nn.Linear(width, width), nn.Linear(width, classes)])
+
+        def forward(self, x, src, dst, degree):
+            for index, lin in enumerate(self.lins):
+                x = lin(x)
+                x = torch.zeros_like(x).index_add_(0, dst, x[src]) / degree
+                if index < len(self.lins) - 1:
+                    x = torch.relu(x)
+            return x
+
+    rng = random.Random(0)
+    graphs = [(rng.randint(40_000, 200_000), rng.randint(8, 16)) for _ in range(8)]  # nodes, edges per node
+    model = Gcn()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for nodes, per_node in graphs:
+        edges = nodes * per_node
+        src = torch.randint(0, nodes, (edges,), device="cuda", generator=gen)
+        dst = torch.randint(0, nodes, (edges,), device="cuda", generator=gen)
+        degree = torch.zeros(nodes, 1, device="cuda").index_add_(0, dst, torch.ones(edges, 1, device="cuda"))
+        degree = degree.clamp_(min=1)
+        x = torch.randn(nodes, features, device="cuda", generator=gen)
+        labels = torch.randint(0, classes, (nodes,), device="cuda", generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(x, src, dst, degree), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del src, dst, degree, x, labels, loss
+    del model, opt
+    return {"graphs": graphs, "losses": losses}
+
+
+def video_train(torch):
+    """torchvision R(2+1)D-18 video classification training (3-D convolutions on 16-frame clips of 112 pixels),
+    SGD with momentum, fp16 autocast with GradScaler, 8 steps with batches of 4 to 16 clips."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [4, 8, 16, 12, 8, 16, 4, 12]
+    model = torchvision.models.video.r2plus1d_18(num_classes=400)
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        clips = torch.randn(batch, 3, 16, 112, 112, device="cuda", generator=gen)
+        labels = torch.randint(0, 400, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(clips), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del clips, labels, loss
+    del model, opt, scaler
+    return {"batches": batches, "losses": losses}
+
+
+def compiled_train(torch):
+    """A 6-layer transformer encoder (`nn.TransformerEncoder`, 768 wide, 12 heads) compiled with `torch.compile`
+    (inductor: fused kernels, its own buffer reuse) and trained with bf16 autocast and AdamW, 8 steps at two shapes
+    (batch 16 x 256 tokens, then 8 x 512): each shape compiles once."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True)
+    model = nn.Sequential(nn.Embedding(32000, 768), nn.TransformerEncoder(layer, 6), nn.Linear(768, 32000))
+    shapes = [(16, 256)] * 4 + [(8, 512)] * 4
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    step = torch.compile(model)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, tokens in shapes:
+        ids = torch.randint(0, 32000, (batch, tokens), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(step(ids).flatten(0, 1), ids.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, loss
+    del model, opt, step
+    torch._dynamo.reset()  # compiled code holds the parameters until its caches go
+    return {"shapes": shapes, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -986,7 +1237,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      qwen_sample_generate, bart_beam_generate, neox_train_accum,
                                      resnet_multiscale_train, mistral_generate, t5_train_dynamic,
                                      efficientnet_train, swin_infer, llama_prefill_lengths,
-                                     llama_partial_finetune, conv_autoencoder_infer)}
+                                     llama_partial_finetune, conv_autoencoder_infer, serving_continuous_batch,
+                                     whisper_decode, clip_train, gnn_train, video_train, compiled_train)}
 
 
 # ---------------------------------------------------------------- recording

@@ -291,6 +291,12 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "llama_prefill_lengths.pickle.gz",
         "llama_partial_finetune.pickle.gz",
         "conv_autoencoder_infer.pickle.gz",
+        "serving_continuous_batch.pickle.gz",
+        "whisper_decode.pickle.gz",
+        "clip_train.pickle.gz",
+        "gnn_train.pickle.gz",
+        "video_train.pickle.gz",
+        "compiled_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

@@ -351,3 +351,17 @@ fn seventh_session_validation_recordings_match_an_independent_walk_and_the_recor
     check_recorded("llama_partial_finetune.pickle.gz", (4_549, 3_049.2, 3_480.0, 1.141), 73, 2);
     check_recorded("conv_autoencoder_infer.pickle.gz", (1_826, 899.3, 1_668.0, 1.855), 10, 0);
 }
+
+/// Six more, recorded in the eighth session (two device calls, 2026-12-01 00:21–00:27 UTC) to judge the default
+/// policy on kinds none of the others has: continuous-batching serving (KV caches of many lengths growing side by
+/// side), a speech encoder-decoder's decoding, contrastive training, a graph network's irregular sizes, 3-D
+/// convolutions on video and a `torch.compile`d model's training.
+#[test]
+fn eighth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("serving_continuous_batch.pickle.gz", (62_929, 457.4, 600.0, 1.312), 55, 1);
+    check_recorded("whisper_decode.pickle.gz", (69_335, 351.0, 454.0, 1.293), 37, 2);
+    check_recorded("clip_train.pickle.gz", (24_871, 13_510.8, 14_412.0, 1.067), 516, 3);
+    check_recorded("gnn_train.pickle.gz", (621, 8_180.7, 14_750.0, 1.803), 20, 3);
+    check_recorded("video_train.pickle.gz", (4_974, 4_264.5, 7_026.0, 1.648), 84, 3);
+    check_recorded("compiled_train.pickle.gz", (5_838, 3_177.8, 3_828.0, 1.205), 54, 3);
+}
