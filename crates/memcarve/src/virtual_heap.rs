@@ -419,6 +419,29 @@ impl PhysicalPages {
         }
     }
 
+    /// Makes address page `page` the user of physical page `id` (mapped there and ready) unless it is already:
+    /// [`VirtualHeap::take_page`] for a page whose id is known.
+    fn take(&mut self, id: u32, page: usize) {
+        let physical = &mut self.ids[id as usize];
+        if physical.owner == 0 {
+            // Free (alive, no user) or new: a free one leaves the free count.
+            self.free_count -= u64::from(physical.mappings > 0);
+            physical.owner = page as u32 + 1;
+        }
+    }
+
+    /// Makes physical page `id` (alive, used) free: [`VirtualHeap::unclaim`] in one access to its record.
+    #[inline]
+    fn release(&mut self, id: u32) {
+        let physical = &mut self.ids[id as usize];
+        physical.owner = 0;
+        self.free_count += 1;
+        if !physical.queued {
+            physical.queued = true;
+            self.free_queue.push_back(id);
+        }
+    }
+
     /// Counts one free page fewer (the page's queue entry goes stale and is skipped when met).
     fn remove_free(&mut self) {
         self.free_count -= 1;
@@ -471,7 +494,12 @@ enum PageNeed {
 
 /// What page `page` of a range needs, the higher pages of the range having been stamped with `epoch`.
 fn page_need(mapped: &[u32], phys: &mut PhysicalPages, page: usize, epoch: u32) -> PageNeed {
-    let Some(id) = mapped[page].checked_sub(1) else { return PageNeed::Unmapped };
+    need_of(mapped[page], phys, page, epoch)
+}
+
+/// [`page_need`] for page `page`, mapped to `mapped` (the physical page plus one, 0: unmapped).
+fn need_of(mapped: u32, phys: &mut PhysicalPages, page: usize, epoch: u32) -> PageNeed {
+    let Some(id) = mapped.checked_sub(1) else { return PageNeed::Unmapped };
     let physical = &mut phys.ids[id as usize];
     if physical.owner != 0 && physical.owner != page as u32 + 1 {
         return PageNeed::Conflict;
@@ -495,7 +523,11 @@ fn align_up(value: u64, alignment: u64) -> Option<u64> {
 /// The highest page of `[first, last]` a request cannot use as it is (see [`PageNeed`]).
 fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last: usize) -> Option<usize> {
     let epoch = phys.next_epoch();
-    (first..=last).rev().find(|&page| page_need(mapped, phys, page, epoch) != PageNeed::Ready)
+    let window = &mapped[first..=last];
+    (0..window.len())
+        .rev()
+        .map(|index| first + index)
+        .find(|&page| need_of(window[page - first], phys, page, epoch) != PageNeed::Ready)
 }
 
 /// Whether page `page` cannot be used as it is (unmapped, or showing a physical page another address page uses),
@@ -733,9 +765,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 return Err(error);
             }
         }
-        for page in first..=last {
-            self.take_page(page);
-            self.page_users[page] += 1;
+        let (users, mapped) = (&mut self.page_users[first..=last], &self.mapped[first..=last]);
+        for ((users, &mapped), page) in users.iter_mut().zip(mapped).zip(first..) {
+            self.phys.take(mapped - 1, page);
+            *users += 1;
         }
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
@@ -1293,9 +1326,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // The range's pages (a series member's range is larger than its size).
         let range = self.ranges.free_range(handle)?;
         let (first, last) = self.pages(range.offset, self.span(range.size));
-        for page in first..=last {
-            self.page_users[page] -= 1;
-            self.leave_page(page);
+        let (users, mapped) = (&mut self.page_users[first..=last], &self.mapped[first..=last]);
+        for (users, &mapped) in users.iter_mut().zip(mapped) {
+            *users -= 1;
+            if *users == 0 {
+                self.phys.release(mapped - 1);
+            }
         }
         self.stats.live_bytes -= size;
         self.stats.allocations -= 1;

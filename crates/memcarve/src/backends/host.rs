@@ -626,8 +626,8 @@ unsafe impl VirtualMemory for HostDevice {
         // Held throughout, so that no other map or unmap of this reservation interleaves.
         let mut table = lock(&reservation.pages);
         table.cover(last);
-        if let Some(page) = (first..last).find(|&page| table.mapped[page] != 0) {
-            return Err(DeviceError::Other(format!("page {page} is already mapped")));
+        if let Some(index) = table.mapped[first..last].iter().position(|&id| id != 0) {
+            return Err(DeviceError::Other(format!("page {} is already mapped", first + index)));
         }
         if let Some(&highest) = pages.iter().max() {
             if highest as usize >= table.pages {
@@ -671,12 +671,12 @@ unsafe impl VirtualMemory for HostDevice {
                 start = end;
             }
         }
-        for (page, &id) in (first..last).zip(pages) {
-            table.mapped[page] = id + 1;
-            if table.mappings[id as usize] == 0 {
-                table.alive += 1;
-            }
-            table.mappings[id as usize] += 1;
+        let table = &mut *table;
+        for (slot, &id) in table.mapped[first..last].iter_mut().zip(pages) {
+            *slot = id + 1;
+            let mappings = &mut table.mappings[id as usize];
+            table.alive += u64::from(*mappings == 0);
+            *mappings += 1;
         }
         Ok(())
     }
