@@ -60,10 +60,10 @@ def bert_infer(torch):
     return {"last_pooled_sum": pooled, "shapes": shapes, "repeats": 2}
 
 
-def train_image_classifier(torch, model, steps, make_optimizer, channels_last=False):
+def train_classifier(torch, model, shapes, make_optimizer, classes=1000, channels_last=False):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
-    here) moves to the GPU, then trains it for 1000 classes with fp16 autocast and a GradScaler, one step per
-    (batch, image side) in `steps` on random images and labels. Returns the losses."""
+    here) moves to the GPU, then trains it for `classes` classes with fp16 autocast and a GradScaler, one step per
+    input shape in `shapes` (batch first: images or clips) on random inputs and labels. Returns the losses."""
     start_recording(torch)
     model = model.cuda()
     if channels_last:
@@ -73,19 +73,19 @@ def train_image_classifier(torch, model, steps, make_optimizer, channels_last=Fa
     scaler = torch.amp.GradScaler("cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
     losses = []
-    for batch, side in steps:
-        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
+    for shape in shapes:
+        inputs = torch.randn(*shape, device="cuda", generator=gen)
         if channels_last:
-            images = images.to(memory_format=torch.channels_last)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+            inputs = inputs.to(memory_format=torch.channels_last)
+        labels = torch.randint(0, classes, (shape[0],), device="cuda", generator=gen)
         with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            loss = torch.nn.functional.cross_entropy(model(inputs), labels)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
-        del images, labels, loss
+        del inputs, labels, loss
     del model, opt, scaler
     return losses
 
@@ -95,9 +95,9 @@ def vit_train_amp(torch):
     import torchvision
 
     batches = [16, 32, 64, 96, 128]
-    losses = train_image_classifier(torch, torchvision.models.vit_b_16(num_classes=1000),
-                                    [(batch, 224) for batch in batches],
-                                    lambda params: torch.optim.AdamW(params, lr=1e-4))
+    losses = train_classifier(torch, torchvision.models.vit_b_16(num_classes=1000),
+                              [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"losses": losses, "batches": batches}
 
 
@@ -783,9 +783,9 @@ def resnet_multiscale_train(torch):
     torch.manual_seed(0)
     rng = random.Random(0)
     steps = [rng.choice([(64, 160), (32, 224), (16, 320), (48, 192), (24, 288)]) for _ in range(12)]
-    losses = train_image_classifier(torch, torchvision.models.resnet34(num_classes=1000), steps,
-                                    lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
-                                    channels_last=True)
+    losses = train_classifier(torch, torchvision.models.resnet34(num_classes=1000),
+                              [(batch, 3, side, side) for batch, side in steps],
+                              lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9), channels_last=True)
     return {"steps": steps, "losses": losses}
 
 
@@ -861,9 +861,9 @@ def efficientnet_train(torch):
 
     torch.manual_seed(0)
     batches = [32, 64, 96, 128, 48, 128, 64, 32, 96, 128]
-    losses = train_image_classifier(torch, torchvision.models.efficientnet_b0(num_classes=1000),
-                                    [(batch, 224) for batch in batches],
-                                    lambda params: torch.optim.AdamW(params, lr=1e-3))
+    losses = train_classifier(torch, torchvision.models.efficientnet_b0(num_classes=1000),
+                              [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3))
     return {"batches": batches, "losses": losses}
 
 
@@ -1179,25 +1179,9 @@ def video_train(torch):
 
     torch.manual_seed(0)
     batches = [4, 8, 16, 12, 8, 16, 4, 12]
-    model = torchvision.models.video.r2plus1d_18(num_classes=400)
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    scaler = torch.amp.GradScaler("cuda")
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        clips = torch.randn(batch, 3, 16, 112, 112, device="cuda", generator=gen)
-        labels = torch.randint(0, 400, (batch,), device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(clips), labels)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del clips, labels, loss
-    del model, opt, scaler
+    losses = train_classifier(torch, torchvision.models.video.r2plus1d_18(num_classes=400),
+                              [(batch, 3, 16, 112, 112) for batch in batches],
+                              lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), classes=400)
     return {"batches": batches, "losses": losses}
 
 
