@@ -14,7 +14,8 @@ t5_beam_generate, gpt2_sample_generate, moe_train, bert_finetune_dynamic, convne
 dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, qwen_sample_generate,
 bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate, t5_train_dynamic,
 efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer,
-serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train (see WORKLOADS). Prints
+serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
+offload_train, lstm_train (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -805,11 +806,14 @@ def mistral_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
-def train_bf16(torch, model, steps, inputs, make_optimizer):
+def train_bf16(torch, model, steps, inputs, make_optimizer, forward_context=None):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU, then trains it with bf16 autocast, one optimizer step per item of `steps`: `inputs(gen,
     step)` gives the model's keyword arguments (labels included) from the recording's generator, `make_optimizer`
-    the optimizer over the parameters that take gradients. Returns the losses."""
+    the optimizer over the parameters that take gradients; `forward_context()`, if given, is entered around each
+    forward pass. Returns the losses."""
+    import contextlib
+
     start_recording(torch)
     model = model.cuda().train()
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad])
@@ -817,7 +821,7 @@ def train_bf16(torch, model, steps, inputs, make_optimizer):
     losses = []
     for step in steps:
         args = inputs(gen, step)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16), (forward_context or contextlib.nullcontext)():
             loss = model(**args).loss
         loss.backward()
         opt.step()
@@ -1214,6 +1218,100 @@ def compiled_train(torch):
     return {"shapes": shapes, "losses": losses}
 
 
+def decoder_lm(torch, width, layers, heads, vocab):
+    """A pre-norm causal language model in plain torch (`scaled_dot_product_attention` with `is_causal`, GELU MLP of
+    4 x width); `model(input_ids=...)` returns an object whose `loss` is the next-token cross entropy."""
+    import types
+
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x):
+            batch, tokens, _ = x.shape
+            q, k, v = self.qkv(self.norm1(x)).view(batch, tokens, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
+            attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.out(attn.transpose(1, 2).reshape(batch, tokens, width))
+            return x + self.mlp(self.norm2(x))
+
+    class Lm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
+            self.blocks, self.norm = nn.ModuleList(Block() for _ in range(layers)), nn.LayerNorm(width)
+
+        def forward(self, input_ids):
+            x = self.embed(input_ids[:, :-1])
+            for block in self.blocks:
+                x = block(x)
+            logits = self.head(self.norm(x))
+            return types.SimpleNamespace(loss=F.cross_entropy(logits.flatten(0, 1).float(), input_ids[:, 1:].flatten()))
+
+    return Lm()
+
+
+def token_inputs(torch, vocab):
+    """`train_bf16`'s inputs for steps of (batch, tokens): random ids from the recording's generator."""
+    return lambda gen, step: {"input_ids": torch.randint(0, vocab, (step[0], step[1] + 1), device="cuda",
+                                                         generator=gen)}
+
+
+def long_context_train(torch):
+    """A 4-layer causal language model in plain torch (1024 wide, 16 heads, flash attention through
+    `scaled_dot_product_attention`, 32k vocabulary) trained at long context, bf16 autocast, AdamW, 6 steps of (batch,
+    tokens) (1, 16384), (2, 8192), (4, 4096), (1, 12288), (2, 6144), (1, 16384): activations of hundreds of MiB each."""
+    torch.manual_seed(0)
+    steps = [(1, 16384), (2, 8192), (4, 4096), (1, 12288), (2, 6144), (1, 16384)]
+    losses = train_bf16(torch, decoder_lm(torch, 1024, 4, 16, 32000), steps, token_inputs(torch, 32000),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def offload_train(torch):
+    """An 8-layer causal language model in plain torch (1024 wide, 16 heads, 32k vocabulary) trained with the
+    activations saved for backward kept in pinned host memory (`torch.autograd.graph.save_on_cpu`): each is copied out
+    in the forward pass and back in the backward pass, so device tensors come and go in another rhythm; bf16 autocast,
+    AdamW, 6 steps of (batch, tokens) from (16, 512) to (2, 4096)."""
+    torch.manual_seed(0)
+    steps = [(8, 1024), (4, 2048), (16, 512), (8, 1024), (2, 4096), (8, 1024)]
+    losses = train_bf16(torch, decoder_lm(torch, 1024, 8, 16, 32000), steps, token_inputs(torch, 32000),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4),
+                        forward_context=lambda: torch.autograd.graph.save_on_cpu(pin_memory=True))
+    return {"steps": steps, "losses": losses}
+
+
+def lstm_train(torch):
+    """A 3-layer LSTM language model in plain torch (512-wide embeddings, 1024 hidden, 32k vocabulary; the LSTM in
+    fp32 through cuDNN, with its workspace and reserve buffers, the rest under bf16 autocast), AdamW, 8 steps of
+    (batch, tokens) from (128, 64) to (16, 512)."""
+    import types
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+
+    class Lstm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(32000, 512), nn.Linear(1024, 32000)
+            self.lstm = nn.LSTM(512, 1024, num_layers=3, batch_first=True)
+
+        def forward(self, input_ids):
+            with torch.autocast("cuda", enabled=False):
+                hidden, _ = self.lstm(self.embed(input_ids[:, :-1]).float())
+            logits = self.head(hidden)
+            return types.SimpleNamespace(loss=F.cross_entropy(logits.flatten(0, 1).float(), input_ids[:, 1:].flatten()))
+
+    steps = [(128, 64), (64, 128), (32, 256), (16, 512), (64, 128), (128, 64), (32, 256), (48, 192)]
+    losses = train_bf16(torch, Lstm(), steps, token_inputs(torch, 32000),
+                        lambda params: torch.optim.AdamW(params, lr=1e-3))
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1222,7 +1320,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      resnet_multiscale_train, mistral_generate, t5_train_dynamic,
                                      efficientnet_train, swin_infer, llama_prefill_lengths,
                                      llama_partial_finetune, conv_autoencoder_infer, serving_continuous_batch,
-                                     whisper_decode, clip_train, gnn_train, video_train, compiled_train)}
+                                     whisper_decode, clip_train, gnn_train, video_train, compiled_train,
+                                     long_context_train, offload_train, lstm_train)}
 
 
 # ---------------------------------------------------------------- recording

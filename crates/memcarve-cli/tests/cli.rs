@@ -297,6 +297,9 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "gnn_train.pickle.gz",
         "video_train.pickle.gz",
         "compiled_train.pickle.gz",
+        "long_context_train.pickle.gz",
+        "offload_train.pickle.gz",
+        "lstm_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

@@ -365,3 +365,12 @@ fn eighth_session_recordings_match_an_independent_walk_and_the_recording_script(
     check_recorded("video_train.pickle.gz", (4_974, 4_264.5, 7_026.0, 1.648), 84, 3);
     check_recorded("compiled_train.pickle.gz", (5_838, 3_177.8, 3_828.0, 1.205), 54, 3);
 }
+
+/// Three more, recorded later in the eighth session (one device call, 01:15–01:16 UTC): long-context training with
+/// flash attention, training with its saved activations offloaded to host memory, and an LSTM language model.
+#[test]
+fn eighth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("long_context_train.pickle.gz", (2_460, 9_955.4, 12_116.0, 1.217), 60, 3);
+    check_recorded("offload_train.pickle.gz", (6_363, 4_968.3, 5_708.0, 1.149), 47, 3);
+    check_recorded("lstm_train.pickle.gz", (656, 5_013.8, 9_148.0, 1.825), 24, 2);
+}
