@@ -409,28 +409,18 @@ impl PhysicalPages {
         id
     }
 
-    /// Counts page `id` (alive) as free, queued behind the others unless an older entry of it is still queued.
-    fn push_free(&mut self, id: u32) {
-        self.free_count += 1;
-        let page = &mut self.ids[id as usize];
-        if !page.queued {
-            page.queued = true;
-            self.free_queue.push_back(id);
-        }
-    }
-
-    /// Makes address page `page` the user of physical page `id` (mapped there and ready) unless it is already:
-    /// [`VirtualHeap::take_page`] for a page whose id is known.
+    /// Makes address page `page` the user of physical page `id` unless the physical page has one already: a free
+    /// page (alive, no user) leaves the free count; a new one (not mapped yet) has no count to leave.
     fn take(&mut self, id: u32, page: usize) {
         let physical = &mut self.ids[id as usize];
         if physical.owner == 0 {
-            // Free (alive, no user) or new: a free one leaves the free count.
             self.free_count -= u64::from(physical.mappings > 0);
             physical.owner = page as u32 + 1;
         }
     }
 
-    /// Makes physical page `id` (alive, used) free: [`VirtualHeap::unclaim`] in one access to its record.
+    /// Makes physical page `id` (alive, or being mapped now) free, queued behind the others unless an older entry
+    /// of it is still queued.
     #[inline]
     fn release(&mut self, id: u32) {
         let physical = &mut self.ids[id as usize];
@@ -1064,7 +1054,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 created += 1;
                 self.phys.new_id()
             });
-            self.claim(id, page);
+            self.phys.take(id, page);
             ids.push(id);
         }
         let own = ids.len();
@@ -1121,7 +1111,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 self.phys.alive += 1;
                 if index >= own {
                     // A new page ahead of the request: free.
-                    self.unclaim(id);
+                    self.phys.release(id);
                 }
             }
             self.mapped[page] = id + 1;
@@ -1171,7 +1161,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 self.phys.ids[id as usize].owner = 0;
                 self.phys.spare_ids.push(id);
             } else if index < own {
-                self.unclaim(id);
+                self.phys.release(id);
             }
         }
     }
@@ -1293,32 +1283,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Makes page `page` (mapped, ready) the user of its physical page.
     fn take_page(&mut self, page: usize) {
-        let id = self.mapped[page] - 1;
-        if self.phys.ids[id as usize].owner == 0 {
-            self.claim(id, page);
-        }
+        self.phys.take(self.mapped[page] - 1, page);
     }
 
     /// The inverse of [`VirtualHeap::take_page`] for a page no allocation uses any more.
     fn leave_page(&mut self, page: usize) {
         if self.page_users[page] == 0 {
-            self.unclaim(self.mapped[page] - 1);
+            self.phys.release(self.mapped[page] - 1);
         }
-    }
-
-    /// Makes address page `page` the user of physical page `id`, which is free (and off the free count from now
-    /// on) or new (not mapped yet).
-    fn claim(&mut self, id: u32, page: usize) {
-        if self.phys.is_free(id) {
-            self.phys.remove_free();
-        }
-        self.phys.ids[id as usize].owner = page as u32 + 1;
-    }
-
-    /// Makes physical page `id` (alive, or being mapped now) free.
-    fn unclaim(&mut self, id: u32) {
-        self.phys.ids[id as usize].owner = 0;
-        self.phys.push_free(id);
     }
 
     /// Frees an allocation; pages it leaves empty are given to the release policy.
