@@ -513,11 +513,12 @@ fn align_up(value: u64, alignment: u64) -> Option<u64> {
 /// The highest page of `[first, last]` a request cannot use as it is (see [`PageNeed`]).
 fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last: usize) -> Option<usize> {
     let epoch = phys.next_epoch();
-    let window = &mapped[first..=last];
-    (0..window.len())
+    mapped[first..=last]
+        .iter()
+        .zip(first..last + 1)
         .rev()
-        .map(|index| first + index)
-        .find(|&page| need_of(window[page - first], phys, page, epoch) != PageNeed::Ready)
+        .find(|&(&id, page)| need_of(id, phys, page, epoch) != PageNeed::Ready)
+        .map(|(_, page)| page)
 }
 
 /// Whether page `page` cannot be used as it is (unmapped, or showing a physical page another address page uses),
