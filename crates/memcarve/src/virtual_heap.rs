@@ -373,8 +373,11 @@ struct PhysicalPages {
     /// Free pages in queue order: a page is queued when it becomes free, and one used and freed again while its
     /// entry is still queued keeps that entry's place (pages that come and go stay near the front; the order of
     /// the last frees instead made more driver operations, docs/BENCHMARKS.md). Stale entries (pages used or
-    /// dead since) are skipped when met; at most one entry per id (`queued`).
-    free_queue: std::collections::VecDeque<u32>,
+    /// dead since) are skipped when met; at most one entry per id (`queued`). The queue is
+    /// `free_queue[queue_head..]`: taking from the front moves the head, and the entries before it are dropped
+    /// when they are half the vector.
+    free_queue: Vec<u32>,
+    queue_head: usize,
     free_count: u64,
     alive: u64,
     /// Ids below `ids.len()` that are not alive, for reuse.
@@ -428,7 +431,7 @@ impl PhysicalPages {
         self.free_count += 1;
         if !physical.queued {
             physical.queued = true;
-            self.free_queue.push_back(id);
+            self.free_queue.push(id);
         }
     }
 
@@ -443,20 +446,36 @@ impl PhysicalPages {
     }
 
     /// The first free page in queue order, dropping stale entries in front of it.
+    #[inline]
     fn first_free(&mut self) -> Option<u32> {
-        while let Some(&id) = self.free_queue.front() {
+        while let Some(&id) = self.free_queue.get(self.queue_head) {
             if self.is_free(id) {
                 return Some(id);
             }
-            self.free_queue.pop_front();
+            self.queue_head += 1;
             self.ids[id as usize].queued = false;
         }
+        self.free_queue.clear();
+        self.queue_head = 0;
         None
+    }
+
+    /// Drops the entries before the queue's head once they are half the vector (amortized O(1) per entry).
+    fn compact_queue(&mut self) {
+        if self.queue_head >= 64 && self.queue_head * 2 >= self.free_queue.len() {
+            self.free_queue.drain(..self.queue_head);
+            self.queue_head = 0;
+        }
+    }
+
+    /// The queue's entries, front first (stale ones included).
+    fn queued(&self) -> &[u32] {
+        &self.free_queue[self.queue_head..]
     }
 
     /// Up to `count` free pages, in queue order.
     fn free_pages(&self, count: usize) -> impl Iterator<Item = u32> + '_ {
-        self.free_queue.iter().copied().filter(|&id| self.is_free(id)).take(count)
+        self.queued().iter().copied().filter(|&id| self.is_free(id)).take(count)
     }
 
     /// A fresh epoch for a range check.
@@ -918,7 +937,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.unmap_stale(vm);
         let good = self.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()?;
         let (first, last) = self.pages(good.offset, self.span(size));
-        if self.calls_needed(first, last) <= 1 {
+        if self.needs_at_most_one_call(first, last) {
             return Some(good);
         }
         let _ = self.ranges.free(good.handle);
@@ -954,9 +973,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.ranges.allocate_at_end_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
     }
 
-    /// Driver calls that making `[first, last]` ready takes: one mapping per run of pages that need one, and one
-    /// unmapping per run of conflicting pages.
-    fn calls_needed(&mut self, first: usize, last: usize) -> usize {
+    /// Whether making `[first, last]` ready takes at most one driver call (one mapping per run of pages that
+    /// need one, and one unmapping per run of conflicting pages): it stops at the second.
+    fn needs_at_most_one_call(&mut self, first: usize, last: usize) -> bool {
         self.cover_pages(last + 1);
         let epoch = self.phys.next_epoch();
         let (mut calls, mut previous) = (0, PageNeed::Ready);
@@ -964,9 +983,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let need = page_need(&self.mapped, &mut self.phys, page, epoch);
             calls += usize::from(need != PageNeed::Ready && previous == PageNeed::Ready);
             calls += usize::from(need == PageNeed::Conflict && previous != PageNeed::Conflict);
+            if calls > 1 {
+                return false;
+            }
             previous = need;
         }
-        calls
+        true
     }
 
     /// Makes every page of `[first, last]` ready for a request of `size`: conflicting pages are unmapped (one
@@ -1058,6 +1080,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.phys.take(id, page);
             ids.push(id);
         }
+        self.phys.compact_queue();
         let own = ids.len();
         if let Some(member) = ahead {
             let mut state = self.state();
@@ -1073,6 +1096,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let after = &self.mapped[last + 1..];
             let room = after.iter().take(wanted).position(|&m| m != 0).unwrap_or(wanted.min(after.len()));
             let aliased = room.min(cap as usize);
+            ids.reserve(room);
             ids.extend(self.phys.free_pages(aliased));
             let mut new_ahead = 0;
             while ids.len() - own < room && new_ahead < new_pages {
@@ -1476,7 +1500,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
         }
         let mut queued = vec![false; ids];
-        for &id in &self.phys.free_queue {
+        for &id in self.phys.queued() {
             if queued[id as usize] || !self.phys.ids[id as usize].queued {
                 return fail("the free queue holds a page twice, or one not marked queued", id as usize);
             }
