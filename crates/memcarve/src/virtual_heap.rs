@@ -1129,20 +1129,21 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.forget_ids(&ids, own);
             return Err(error);
         }
-        for (index, &id) in ids.iter().enumerate() {
-            let page = first + index;
-            let slot = id as usize;
-            if self.phys.ids[slot].mappings == 0 {
+        let end = first + ids.len();
+        let (mapped, next_alias) = (&mut self.mapped[first..end], &mut self.next_alias[first..end]);
+        for (((index, &id), mapped), next_alias) in ids.iter().enumerate().zip(mapped).zip(next_alias) {
+            let physical = &mut self.phys.ids[id as usize];
+            *mapped = id + 1;
+            *next_alias = physical.first_alias;
+            physical.first_alias = (first + index) as u32;
+            physical.mappings += 1;
+            if physical.mappings == 1 {
                 self.phys.alive += 1;
                 if index >= own {
                     // A new page ahead of the request: free.
                     self.phys.release(id);
                 }
             }
-            self.mapped[page] = id + 1;
-            self.next_alias[page] = self.phys.ids[slot].first_alias;
-            self.phys.ids[slot].first_alias = page as u32;
-            self.phys.ids[slot].mappings += 1;
         }
         let size = (ids.len() as u64) << self.page_shift;
         self.mapped_end = self.mapped_end.max(first + ids.len());
