@@ -435,6 +435,28 @@ impl PhysicalPages {
         }
     }
 
+    /// [`PhysicalPages::take`] for each address page from `first` on, mapped as `mapped` (all mapped), counting
+    /// a user more on each (`users`). The free count is kept in a local until the end: a store to it per page
+    /// chained each page's work to the last one's.
+    fn take_range(&mut self, mapped: &[u32], users: &mut [u32], first: usize) {
+        let mut taken = 0;
+        for ((users, &mapped), page) in users.iter_mut().zip(mapped).zip(first..) {
+            let physical = &mut self.ids[mapped as usize - 1];
+            if physical.owner == 0 {
+                taken += u64::from(physical.mappings > 0);
+                physical.owner = page as u32 + 1;
+            }
+            *users += 1;
+        }
+        self.free_count -= taken;
+    }
+
+    /// The inverse of [`PhysicalPages::take_range`] after an allocation's free: a user fewer on each page, and
+    /// the physical pages of those left without one [released](PhysicalPages::release).
+    fn leave_range(&mut self, mapped: &[u32], users: &mut [u32]) {
+        self.free_count += leave_pages(&mut self.ids, &mut self.free_queue, mapped, users);
+    }
+
     /// Counts one free page fewer (the page's queue entry goes stale and is skipped when met).
     fn remove_free(&mut self) {
         self.free_count -= 1;
@@ -487,6 +509,26 @@ impl PhysicalPages {
         }
         self.epoch
     }
+}
+
+/// [`PhysicalPages::leave_range`]'s loop, apart so that the compiler knows the queue and the pages' records
+/// apart (the queue's length stays in a register). Returns the pages it freed.
+fn leave_pages(ids: &mut [PhysicalPage], queue: &mut Vec<u32>, mapped: &[u32], users: &mut [u32]) -> u64 {
+    let mut freed = 0;
+    for (users, &mapped) in users.iter_mut().zip(mapped) {
+        *users -= 1;
+        if *users == 0 {
+            let id = mapped - 1;
+            let physical = &mut ids[id as usize];
+            physical.owner = 0;
+            freed += 1;
+            if !physical.queued {
+                physical.queued = true;
+                queue.push(id);
+            }
+        }
+    }
+    freed
 }
 
 /// What a page of a request's range needs before the request can use it.
@@ -775,11 +817,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 return Err(error);
             }
         }
-        let (users, mapped) = (&mut self.page_users[first..=last], &self.mapped[first..=last]);
-        for ((users, &mapped), page) in users.iter_mut().zip(mapped).zip(first..) {
-            self.phys.take(mapped - 1, page);
-            *users += 1;
-        }
+        self.phys.take_range(&self.mapped[first..=last], &mut self.page_users[first..=last], first);
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
@@ -1324,13 +1362,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // The range's pages (a series member's range is larger than its size).
         let range = self.ranges.free_range(handle)?;
         let (first, last) = self.pages(range.offset, self.span(range.size));
-        let (users, mapped) = (&mut self.page_users[first..=last], &self.mapped[first..=last]);
-        for (users, &mapped) in users.iter_mut().zip(mapped) {
-            *users -= 1;
-            if *users == 0 {
-                self.phys.release(mapped - 1);
-            }
-        }
+        self.phys.leave_range(&self.mapped[first..=last], &mut self.page_users[first..=last]);
         self.stats.live_bytes -= size;
         self.stats.allocations -= 1;
         let page_size = self.page_size();
