@@ -467,19 +467,34 @@ impl PhysicalPages {
         page.mappings > 0 && page.owner == 0
     }
 
-    /// The first free page in queue order, dropping stale entries in front of it.
-    #[inline]
-    fn first_free(&mut self) -> Option<u32> {
-        while let Some(&id) = self.free_queue.get(self.queue_head) {
-            if self.is_free(id) {
-                return Some(id);
+    /// For pages `first..=last` in turn, the first free page in queue order, taken for it, until none is left
+    /// (stale entries in front of it are dropped; the taken page's entry stays at the head until the next look
+    /// drops it, and an exhausted queue is emptied). The queue's head and the free count stay in locals. Pushes
+    /// the ids to `ids`; returns how many pages got one.
+    fn take_first_free(&mut self, first: usize, last: usize, ids: &mut Vec<u32>) -> usize {
+        let (mut head, mut taken) = (self.queue_head, 0);
+        let mut page = first;
+        while page <= last {
+            let Some(&id) = self.free_queue.get(head) else {
+                self.free_queue.clear();
+                head = 0;
+                break;
+            };
+            let physical = &mut self.ids[id as usize];
+            if physical.mappings == 0 || physical.owner != 0 {
+                // Stale: used or dead since it was queued.
+                head += 1;
+                physical.queued = false;
+                continue;
             }
-            self.queue_head += 1;
-            self.ids[id as usize].queued = false;
+            physical.owner = page as u32 + 1;
+            taken += 1;
+            ids.push(id);
+            page += 1;
         }
-        self.free_queue.clear();
-        self.queue_head = 0;
-        None
+        self.queue_head = head;
+        self.free_count -= taken as u64;
+        taken
     }
 
     /// Drops the entries before the queue's head once they are half the vector (amortized O(1) per entry).
@@ -529,6 +544,42 @@ fn leave_pages(ids: &mut [PhysicalPage], queue: &mut Vec<u32>, mapped: &[u32], u
         }
     }
     freed
+}
+
+/// A mapping's bookkeeping, apart so that the compiler knows the queue and the pages' records apart: address
+/// pages from `first` on (`mapped`, `next_alias`) are mapped to `ids` in turn and joined to each id's list of
+/// mappings; ids mapped for the first time are born, and those past the request's `own` pages (new pages
+/// mapped ahead) are free and queued. Returns the pages born and those of them free.
+fn link_mappings(
+    records: &mut [PhysicalPage],
+    queue: &mut Vec<u32>,
+    ids: &[u32],
+    own: usize,
+    first: usize,
+    mapped: &mut [u32],
+    next_alias: &mut [u32],
+) -> (u64, u64) {
+    let (mut born, mut born_free) = (0, 0);
+    for (((index, &id), mapped), next_alias) in ids.iter().enumerate().zip(mapped).zip(next_alias) {
+        let physical = &mut records[id as usize];
+        *mapped = id + 1;
+        *next_alias = physical.first_alias;
+        physical.first_alias = (first + index) as u32;
+        physical.mappings += 1;
+        if physical.mappings == 1 {
+            born += 1;
+            if index >= own {
+                // A new page ahead of the request: free ([`PhysicalPages::release`]).
+                physical.owner = 0;
+                born_free += 1;
+                if !physical.queued {
+                    physical.queued = true;
+                    queue.push(id);
+                }
+            }
+        }
+    }
+    (born, born_free)
 }
 
 /// What a page of a request's range needs before the request can use it.
@@ -1110,11 +1161,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let mut ids: Vec<u32> = Vec::with_capacity(count);
         let mut created = 0u64;
         // The request's own pages: free physical pages first (they are the request's now), then new ones.
-        for page in first..=last {
-            let id = self.phys.first_free().unwrap_or_else(|| {
-                created += 1;
-                self.phys.new_id()
-            });
+        let reused = self.phys.take_first_free(first, last, &mut ids);
+        for page in first + reused..=last {
+            created += 1;
+            let id = self.phys.new_id();
             self.phys.take(id, page);
             ids.push(id);
         }
@@ -1169,20 +1219,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
         let end = first + ids.len();
         let (mapped, next_alias) = (&mut self.mapped[first..end], &mut self.next_alias[first..end]);
-        for (((index, &id), mapped), next_alias) in ids.iter().enumerate().zip(mapped).zip(next_alias) {
-            let physical = &mut self.phys.ids[id as usize];
-            *mapped = id + 1;
-            *next_alias = physical.first_alias;
-            physical.first_alias = (first + index) as u32;
-            physical.mappings += 1;
-            if physical.mappings == 1 {
-                self.phys.alive += 1;
-                if index >= own {
-                    // A new page ahead of the request: free.
-                    self.phys.release(id);
-                }
-            }
-        }
+        let phys = &mut self.phys;
+        let (born, born_free) =
+            link_mappings(&mut phys.ids, &mut phys.free_queue, &ids, own, first, mapped, next_alias);
+        phys.alive += born;
+        phys.free_count += born_free;
         let size = (ids.len() as u64) << self.page_shift;
         self.mapped_end = self.mapped_end.max(first + ids.len());
         self.stats.mapped_bytes += size;
