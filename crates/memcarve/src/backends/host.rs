@@ -672,12 +672,15 @@ unsafe impl VirtualMemory for HostDevice {
             }
         }
         let table = &mut *table;
+        // The count of pages born is kept in a local: a store to the table's per page chained the pages.
+        let mut born = 0;
         for (slot, &id) in table.mapped[first..last].iter_mut().zip(pages) {
             *slot = id + 1;
             let mappings = &mut table.mappings[id as usize];
-            table.alive += u64::from(*mappings == 0);
+            born += u64::from(*mappings == 0);
             *mappings += 1;
         }
+        table.alive += born;
         Ok(())
     }
 
