@@ -802,12 +802,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
     }
 
-    /// Grows the per-page vectors to cover pages below `end` (at least doubling, so growth is amortized O(1)).
+    /// Grows the per-page vectors to cover pages below `end` (at least doubling, so growth is amortized O(1)),
+    /// from 256 pages (1 KiB a vector): a small heap touches little fresh memory (tiny_expandable_segments, cold,
+    /// replayed about 1.5 times as fast as from 1,024).
     fn cover_pages(&mut self, end: usize) {
         if end <= self.mapped.len() {
             return;
         }
-        let len = end.max(self.mapped.len() * 2).max(1024).min(self.page_count);
+        let len = end.max(self.mapped.len() * 2).max(256).min(self.page_count);
         self.mapped.resize(len, 0);
         self.page_users.resize(len, 0);
         self.next_alias.resize(len, 0);
