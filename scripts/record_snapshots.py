@@ -15,7 +15,7 @@ dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, q
 bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate, t5_train_dynamic,
 efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer,
 serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
-offload_train, lstm_train (see WORKLOADS). Prints
+offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer (see WORKLOADS). Prints
 one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -396,14 +396,18 @@ def t5_beam_generate(torch):
     return {"rounds": rounds, "num_beams": 4, "output_shapes": out_lengths, "token_sum": token_sum}
 
 
-def generate_rounds(torch, model, rounds, vocab_size, low=0, seed_each_round=False, **generate_args):
+def generate_rounds(torch, model, rounds, vocab_size, low=0, seed_each_round=False, assistant=None, **generate_args):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU in fp16, then runs transformers' `generate` once per (batch, prompt, new tokens) round on
     random prompts of ids in [low, vocab_size), exactly `new` tokens each; `seed_each_round` seeds the global
-    generator (the one sampling draws from) with the round's index first. Returns the rounds, the output shapes and
-    a checksum of the tokens."""
+    generator (the one sampling draws from) with the round's index first; `assistant`, if given (built like `model`),
+    moves to the GPU with it and drafts tokens for it (`assistant_model`: assisted generation). Returns the rounds,
+    the output shapes and a checksum of the tokens."""
     start_recording(torch)
     model = model.to("cuda", torch.float16)
+    if assistant is not None:
+        generate_args["assistant_model"] = assistant.to("cuda", torch.float16)
+        del assistant
     gen = torch.Generator(device="cuda").manual_seed(0)
     shapes, token_sum = [], 0
     with torch.inference_mode():
@@ -416,7 +420,7 @@ def generate_rounds(torch, model, rounds, vocab_size, low=0, seed_each_round=Fal
             shapes.append(list(out.shape))
             token_sum += int(out.sum().item())
             del ids, out
-    del model
+    del model, generate_args
     return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
 
 
@@ -1312,6 +1316,128 @@ def lstm_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def speculative_decode(torch):
+    """Assisted generation (speculative decoding) through transformers: a GPT-2-medium-sized target
+    (`GPT2LMHeadModel(GPT2Config(n_layer=24, n_embd=1024, n_head=16))`) verifies the tokens a 2-layer GPT-2 draft
+    proposes (`assistant_model`), fp16, greedy; both keep dynamic KV caches that are cut back to the accepted tokens
+    after each verification. Batch 1 (what assisted generation supports), 3 rounds (batch, prompt, new tokens)
+    (1, 64, 20), (1, 384, 12), (1, 160, 16)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    target = GPT2LMHeadModel(GPT2Config(n_layer=24, n_embd=1024, n_head=16)).eval()
+    draft = GPT2LMHeadModel(GPT2Config(n_layer=2)).eval()
+    rounds = [(1, 64, 20), (1, 384, 12), (1, 160, 16)]
+    return generate_rounds(torch, target, rounds, 50257, assistant=draft, do_sample=False, pad_token_id=0)
+
+
+def gan_train(torch):
+    """A DCGAN-style generator and discriminator in plain torch at 128 x 128 (the generator up from a 128-wide latent
+    through 1024 / 512 / 256 / 128 / 64 channels with transposed convolutions and batch norm, the discriminator down
+    the same widths with leaky ReLUs), fp32, each with its own Adam: per iteration a discriminator step on real and
+    detached fake images, then a generator step through the discriminator; 8 iterations at batches 64, 32, 96, 64,
+    48, 64, 128, 32."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    widths = [1024, 512, 256, 128, 64]
+    up = [nn.ConvTranspose2d(128, widths[0], 4, 1, 0, bias=False), nn.BatchNorm2d(widths[0]), nn.ReLU()]
+    for a, b in zip(widths, widths[1:]):
+        up += [nn.ConvTranspose2d(a, b, 4, 2, 1, bias=False), nn.BatchNorm2d(b), nn.ReLU()]
+    generator = nn.Sequential(*up, nn.ConvTranspose2d(widths[-1], 3, 4, 2, 1), nn.Tanh())
+    down = [nn.Conv2d(3, widths[-1], 4, 2, 1), nn.LeakyReLU(0.2)]
+    for a, b in zip(widths[::-1], widths[::-1][1:]):
+        down += [nn.Conv2d(a, b, 4, 2, 1, bias=False), nn.BatchNorm2d(b), nn.LeakyReLU(0.2)]
+    discriminator = nn.Sequential(*down, nn.Conv2d(widths[0], 1, 4, 1, 0), nn.Flatten())
+
+    start_recording(torch)
+    generator, discriminator = generator.cuda().train(), discriminator.cuda().train()
+    opt_g = torch.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    batches, losses = [64, 32, 96, 64, 48, 64, 128, 32], []
+    for batch in batches:
+        real = torch.rand(batch, 3, 128, 128, device="cuda", generator=gen) * 2 - 1
+        fake = generator(torch.randn(batch, 128, 1, 1, device="cuda", generator=gen))
+        ones, zeros = torch.ones(batch, 1, device="cuda"), torch.zeros(batch, 1, device="cuda")
+        loss_d = (F.binary_cross_entropy_with_logits(discriminator(real), ones)
+                  + F.binary_cross_entropy_with_logits(discriminator(fake.detach()), zeros))
+        loss_d.backward()
+        opt_d.step()
+        opt_d.zero_grad(set_to_none=True)
+        loss_g = F.binary_cross_entropy_with_logits(discriminator(fake), ones)
+        loss_g.backward()
+        opt_g.step()
+        opt_g.zero_grad(set_to_none=True)
+        discriminator.zero_grad(set_to_none=True)
+        losses.append([loss_d.item(), loss_g.item()])
+        del real, fake, ones, zeros, loss_d, loss_g
+    del generator, discriminator, opt_g, opt_d
+    return {"batches": batches, "losses": losses}
+
+
+def fft_science(torch):
+    """Scientific computing without a model: 3-D convolutions of random fields by FFT (`rfftn`, a product with the
+    kernel's spectrum, `irfftn`: cuFFT plans and their work areas) on grids from 48^3 to 192^3 in batches, each
+    followed by a batched symmetric eigendecomposition (`linalg.eigh`, cuSOLVER's work areas) of the fields'
+    covariance-like Gram matrices; fp32 and complex64, 8 (batch, grid side) cases."""
+    torch.manual_seed(0)
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    cases, checks = [(8, 64), (2, 128), (4, 96), (1, 192), (16, 48), (2, 160), (6, 80), (1, 176)], []
+    with torch.no_grad():
+        for batch, side in cases:
+            field = torch.randn(batch, side, side, side, device="cuda", generator=gen)
+            kernel = torch.randn(side, side, side, device="cuda", generator=gen).div_(side ** 1.5)
+            spectrum = torch.fft.rfftn(field, dim=(-3, -2, -1)) * torch.fft.rfftn(kernel)
+            smoothed = torch.fft.irfftn(spectrum, s=(side, side, side), dim=(-3, -2, -1))
+            rows = smoothed.reshape(batch * side, side * side)[:, : 4 * side]
+            gram = rows.reshape(batch, side, 4 * side) @ rows.reshape(batch, side, 4 * side).transpose(1, 2)
+            values, vectors = torch.linalg.eigh(gram)
+            checks.append(float(values[:, -1].mean().item()))
+            del field, kernel, spectrum, smoothed, rows, gram, values, vectors
+    return {"cases": cases, "checks": checks}
+
+
+def cuda_graph_infer(torch):
+    """A 6-layer transformer encoder (`nn.TransformerEncoder`, 768 wide, 12 heads), fp16 inference captured in CUDA
+    graphs, as serving stacks do: for each of 3 batch shapes (8, 128), (32, 128), (4, 512) tokens, 3 warm-up passes
+    on a side stream, a capture (`torch.cuda.graph`, each graph in its own private memory pool), 20 replays on new
+    inputs copied into the static input; then 4 eager passes of other shapes while the graphs (and their pools) are
+    alive, and all of it freed."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True)
+    model = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False).eval()
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    graphs, checks = [], []
+    with torch.inference_mode():
+        for batch, tokens in [(8, 128), (32, 128), (4, 512)]:
+            static_in = torch.randn(batch, tokens, 768, device="cuda", dtype=torch.float16, generator=gen)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    model(static_in)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_out = model(static_in)
+            for _ in range(20):
+                static_in.copy_(torch.randn(batch, tokens, 768, device="cuda", dtype=torch.float16, generator=gen))
+                graph.replay()
+            checks.append(float(static_out.float().abs().mean().item()))
+            graphs.append((graph, static_in, static_out))
+        for batch, tokens in [(16, 256), (2, 1024), (64, 64), (8, 384)]:
+            out = model(torch.randn(batch, tokens, 768, device="cuda", dtype=torch.float16, generator=gen))
+            checks.append(float(out.float().abs().mean().item()))
+            del out
+    torch.cuda.synchronize()
+    del graphs, model
+    return {"checks": checks}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1321,7 +1447,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      efficientnet_train, swin_infer, llama_prefill_lengths,
                                      llama_partial_finetune, conv_autoencoder_infer, serving_continuous_batch,
                                      whisper_decode, clip_train, gnn_train, video_train, compiled_train,
-                                     long_context_train, offload_train, lstm_train)}
+                                     long_context_train, offload_train, lstm_train, speculative_decode, gan_train,
+                                     fft_science, cuda_graph_infer)}
 
 
 # ---------------------------------------------------------------- recording
