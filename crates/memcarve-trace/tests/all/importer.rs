@@ -146,6 +146,14 @@ fn alloc_streams(name: &str) -> Vec<u64> {
         .collect()
 }
 
+/// How many streams the trace's allocations were made on.
+fn distinct_streams(name: &str) -> usize {
+    let mut streams = alloc_streams(name);
+    streams.sort_unstable();
+    streams.dedup();
+    streams.len()
+}
+
 #[test]
 fn resnet50_train_matches_an_independent_walk_and_the_published_figures() {
     let summary = import_and_compare("resnet50_train.pickle.gz");
@@ -263,10 +271,7 @@ fn recorded_snapshots_match_an_independent_walk_and_the_recording_script() {
         check_published(&summary, allocations, peak_live_mib, reserved_mib, overhead);
     }
     // two_stream_train allocates on three streams: main, copy and eval.
-    let mut streams = alloc_streams("two_stream_train.pickle.gz");
-    streams.sort_unstable();
-    streams.dedup();
-    assert_eq!(streams.len(), 3, "{streams:?}");
+    assert_eq!(distinct_streams("two_stream_train.pickle.gz"), 3);
 }
 
 /// More snapshots recorded with `scripts/record_snapshots.py`, checked like the four above, with the
@@ -392,8 +397,5 @@ fn ninth_session_recordings_match_an_independent_walk_and_the_recording_script()
     check_recorded("speculative_decode.pickle.gz", (51_082, 867.0, 912.0, 1.052), 68, 2);
     check_recorded_on_streams("cuda_graph_infer.pickle.gz", (1_530, 321.1, 504.0, 1.570), 47, 10);
     // The default stream, and the side streams the warm-ups and captures ran on.
-    let mut streams = alloc_streams("cuda_graph_infer.pickle.gz");
-    streams.sort_unstable();
-    streams.dedup();
-    assert_eq!(streams.len(), 5, "{streams:?}");
+    assert_eq!(distinct_streams("cuda_graph_infer.pickle.gz"), 5);
 }
