@@ -1325,10 +1325,10 @@ def speculative_decode(torch):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    target = GPT2LMHeadModel(GPT2Config(n_layer=24, n_embd=1024, n_head=16)).eval()
-    draft = GPT2LMHeadModel(GPT2Config(n_layer=2)).eval()
     rounds = [(1, 64, 20), (1, 384, 12), (1, 160, 16)]
-    return generate_rounds(torch, target, rounds, 50257, assistant=draft, do_sample=False, pad_token_id=0)
+    return generate_rounds(torch, GPT2LMHeadModel(GPT2Config(n_layer=24, n_embd=1024, n_head=16)).eval(), rounds,
+                           50257, assistant=GPT2LMHeadModel(GPT2Config(n_layer=2)).eval(), do_sample=False,
+                           pad_token_id=0)
 
 
 def gan_train(torch):
