@@ -15,9 +15,9 @@ dlrm_train, llama_hf_generate, opt_generate, gpt2_beam_generate, mla_generate, q
 bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate, t5_train_dynamic,
 efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer,
 serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
-offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer (see WORKLOADS). Prints
-one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
-(with the torch, CUDA and library versions and the GPU).
+offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer, ppo_train,
+ssm_scan_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
+defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -1438,6 +1438,113 @@ def cuda_graph_infer(torch):
     return {"checks": checks}
 
 
+def ppo_train(torch):
+    """Reinforcement learning with PPO in plain torch on a simulated vectorized environment: a policy and a value
+    network (MLPs 64 -> 256 -> 256, 8 discrete actions), 3 iterations of a 256-step rollout over 64 environments
+    (observations, actions, log-probabilities, rewards and values written into preallocated buffers step by step),
+    generalized advantage estimation backwards over the steps, then 4 epochs of 8 shuffled minibatches with clipped
+    objectives and Adam: a small heap of many small tensors."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    steps, envs, obs_dim, actions = 256, 64, 64, 8
+    policy = nn.Sequential(nn.Linear(obs_dim, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, actions))
+    value = nn.Sequential(nn.Linear(obs_dim, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 1))
+    start_recording(torch)
+    policy, value = policy.cuda(), value.cuda()
+    opt = torch.optim.Adam(list(policy.parameters()) + list(value.parameters()), lr=3e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for _ in range(3):
+        obs_buf = torch.zeros(steps, envs, obs_dim, device="cuda")
+        act_buf = torch.zeros(steps, envs, dtype=torch.long, device="cuda")
+        logp_buf, rew_buf, val_buf = (torch.zeros(steps, envs, device="cuda") for _ in range(3))
+        obs = torch.randn(envs, obs_dim, device="cuda", generator=gen)
+        with torch.no_grad():
+            for t in range(steps):
+                dist = torch.distributions.Categorical(logits=policy(obs))
+                action = dist.sample()
+                obs_buf[t], act_buf[t], logp_buf[t] = obs, action, dist.log_prob(action)
+                val_buf[t] = value(obs).squeeze(-1)
+                rew_buf[t] = torch.rand(envs, device="cuda", generator=gen) - 0.1 * action.float() / actions
+                obs = 0.9 * obs + 0.1 * torch.randn(envs, obs_dim, device="cuda", generator=gen)
+            adv, last = torch.zeros(steps, envs, device="cuda"), torch.zeros(envs, device="cuda")
+            for t in reversed(range(steps)):
+                next_value = val_buf[t + 1] if t + 1 < steps else torch.zeros(envs, device="cuda")
+                delta = rew_buf[t] + 0.99 * next_value - val_buf[t]
+                last = delta + 0.99 * 0.95 * last
+                adv[t] = last
+            ret = adv + val_buf
+        flat = [b.flatten(0, 1) for b in (obs_buf, act_buf, logp_buf, adv, ret)]
+        for _ in range(4):
+            order = torch.randperm(steps * envs, device="cuda", generator=gen)
+            for chunk in order.chunk(8):
+                o, a, old_logp, ad, r = (b[chunk] for b in flat)
+                ad = (ad - ad.mean()) / (ad.std() + 1e-8)
+                dist = torch.distributions.Categorical(logits=policy(o))
+                ratio = (dist.log_prob(a) - old_logp).exp()
+                loss = (-torch.min(ratio * ad, ratio.clamp(0.8, 1.2) * ad).mean()
+                        + 0.5 * F.mse_loss(value(o).squeeze(-1), r) - 0.01 * dist.entropy().mean())
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                losses.append(loss.item())
+                del o, a, old_logp, ad, r, dist, ratio, loss
+        del obs_buf, act_buf, logp_buf, rew_buf, val_buf, obs, adv, last, ret, flat
+    del policy, value, opt
+    return {"losses": losses[::8]}
+
+
+def ssm_scan_train(torch):
+    """A Mamba-style selective state-space language model in plain torch (2 layers, 512 wide, state 16, a causal
+    depthwise convolution of 4, 32k vocabulary) whose selective scan is a Python loop over the tokens (what runs
+    where no fused kernel is installed: per token a few tensors of batch x 1024 x 16), trained with bf16 autocast
+    and AdamW for 4 steps of (batch, tokens) (8, 128), (4, 256), (16, 64), (8, 128)."""
+    import types
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    width, inner, state = 512, 1024, 16
+
+    class Mixer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm, self.in_proj = nn.LayerNorm(width), nn.Linear(width, 2 * inner)
+            self.conv = nn.Conv1d(inner, inner, 4, groups=inner, padding=3)
+            self.x_proj, self.dt_proj = nn.Linear(inner, 2 * state + 32), nn.Linear(32, inner)
+            self.a_log, self.out_proj = nn.Parameter(torch.randn(inner, state).abs().log()), nn.Linear(inner, width)
+
+        def forward(self, h):
+            tokens = h.shape[1]
+            x, z = self.in_proj(self.norm(h)).chunk(2, dim=-1)
+            x = F.silu(self.conv(x.transpose(1, 2))[..., :tokens].transpose(1, 2))
+            b, c, dt = self.x_proj(x).split([state, state, 32], dim=-1)
+            dt, a = F.softplus(self.dt_proj(dt)).float(), -self.a_log.exp()
+            s, ys = torch.zeros(h.shape[0], inner, state, device=h.device), []
+            for t in range(tokens):
+                s = s * (dt[:, t, :, None] * a).exp() + (dt[:, t, :, None] * x[:, t, :, None]) * b[:, t, None, :]
+                ys.append((s * c[:, t, None, :]).sum(-1))
+            y = torch.stack(ys, dim=1).to(h.dtype) * F.silu(z)
+            return h + self.out_proj(y)
+
+    class Lm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(32000, width), nn.Linear(width, 32000, bias=False)
+            self.layers, self.norm = nn.ModuleList(Mixer() for _ in range(2)), nn.LayerNorm(width)
+
+        def forward(self, input_ids):
+            h = self.embed(input_ids[:, :-1])
+            for layer in self.layers:
+                h = layer(h)
+            logits = self.head(self.norm(h))
+            return types.SimpleNamespace(loss=F.cross_entropy(logits.flatten(0, 1).float(), input_ids[:, 1:].flatten()))
+
+    steps = [(8, 128), (4, 256), (16, 64), (8, 128)]
+    losses = train_bf16(torch, Lm(), steps, token_inputs(torch, 32000),
+                        lambda params: torch.optim.AdamW(params, lr=1e-3))
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1448,7 +1555,7 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      llama_partial_finetune, conv_autoencoder_infer, serving_continuous_batch,
                                      whisper_decode, clip_train, gnn_train, video_train, compiled_train,
                                      long_context_train, offload_train, lstm_train, speculative_decode, gan_train,
-                                     fft_science, cuda_graph_infer)}
+                                     fft_science, cuda_graph_infer, ppo_train, ssm_scan_train)}
 
 
 # ---------------------------------------------------------------- recording

@@ -399,3 +399,11 @@ fn ninth_session_recordings_match_an_independent_walk_and_the_recording_script()
     // The default stream, and the side streams the warm-ups and captures ran on.
     assert_eq!(distinct_streams("cuda_graph_infer.pickle.gz"), 5);
 }
+
+/// Two more, recorded later in the ninth session (one device call, 03:37 UTC): reinforcement learning (PPO: a small
+/// heap of many small tensors) and a selective state-space model whose scan is a loop over the tokens.
+#[test]
+fn ninth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("ppo_train.pickle.gz", (53_709, 86.6, 90.0, 1.040), 6, 3);
+    check_recorded("ssm_scan_train.pickle.gz", (40_401, 1_219.2, 1_522.0, 1.248), 159, 3);
+}
