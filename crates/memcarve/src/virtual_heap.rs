@@ -1602,7 +1602,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::GrowthSeries;
+    use super::{GrowthSeries, PhysicalPages, highest_unready};
 
     const PAGE: u64 = 2 << 20;
 
@@ -1630,5 +1630,30 @@ mod tests {
             let range = running(size, 48 << 10).range(request, PAGE).unwrap();
             assert!(range >= request && range - request < request / 8, "{request} in {range}");
         }
+    }
+
+    #[test]
+    fn a_physical_page_shown_twice_in_a_range_is_found_across_the_stamps_wrapping() {
+        // Address pages 0 and 2 show free physical page `twice`, page 1 free physical page `once`.
+        let mut phys = PhysicalPages::default();
+        let (twice, once) = (phys.new_id(), phys.new_id());
+        phys.ids[twice as usize].mappings = 2;
+        phys.ids[once as usize].mappings = 1;
+        let mapped = [twice + 1, once + 1, twice + 1];
+        // Two checks a round: 70,000 rounds pass the 16-bit stamps' wrap twice.
+        for round in 0..70_000 {
+            assert_eq!(highest_unready(&mapped, &mut phys, 0, 2), Some(0), "round {round}");
+            assert_eq!(highest_unready(&mapped, &mut phys, 1, 2), None, "round {round}");
+        }
+        // A page stamped once and not looked at again until the epochs come round to the same number: the wrap
+        // cleared its stamp, so it is not taken for a page shown twice.
+        let lonely = phys.new_id();
+        phys.ids[lonely as usize].mappings = 2;
+        let alone = [lonely + 1];
+        assert_eq!(highest_unready(&alone, &mut phys, 0, 0), None);
+        for _ in 0..u16::MAX - 1 {
+            phys.next_epoch();
+        }
+        assert_eq!(highest_unready(&alone, &mut phys, 0, 0), None);
     }
 }
