@@ -427,13 +427,8 @@ impl PhysicalPages {
     /// of it is still queued.
     #[inline]
     fn release(&mut self, id: u32) {
-        let physical = &mut self.ids[id as usize];
-        physical.owner = 0;
+        release_record(&mut self.ids[id as usize], id, &mut self.free_queue);
         self.free_count += 1;
-        if !physical.queued {
-            physical.queued = true;
-            self.free_queue.push(id);
-        }
     }
 
     /// [`PhysicalPages::take`] for each address page from `first` on, mapped as `mapped` (all mapped), counting
@@ -442,6 +437,7 @@ impl PhysicalPages {
     fn take_range(&mut self, mapped: &[u32], users: &mut [u32], first: usize) {
         let mut taken = 0;
         for ((users, &mapped), page) in users.iter_mut().zip(mapped).zip(first..) {
+            // `take`'s body, inline: through a shared helper the loop ran 1.5-4 % slower (gnn_train, lstm_train).
             let physical = &mut self.ids[mapped as usize - 1];
             if physical.owner == 0 {
                 taken += u64::from(physical.mappings > 0);
@@ -527,6 +523,17 @@ impl PhysicalPages {
     }
 }
 
+/// [`PhysicalPages::release`] on physical page `id`'s record: no user, and queued behind the others unless an older
+/// entry of it is still queued (the caller counts it free).
+#[inline]
+fn release_record(physical: &mut PhysicalPage, id: u32, queue: &mut Vec<u32>) {
+    physical.owner = 0;
+    if !physical.queued {
+        physical.queued = true;
+        queue.push(id);
+    }
+}
+
 /// [`PhysicalPages::leave_range`]'s loop, apart so that the compiler knows the queue and the pages' records
 /// apart (the queue's length stays in a register). Returns the pages it freed.
 fn leave_pages(ids: &mut [PhysicalPage], queue: &mut Vec<u32>, mapped: &[u32], users: &mut [u32]) -> u64 {
@@ -535,13 +542,8 @@ fn leave_pages(ids: &mut [PhysicalPage], queue: &mut Vec<u32>, mapped: &[u32], u
         *users -= 1;
         if *users == 0 {
             let id = mapped - 1;
-            let physical = &mut ids[id as usize];
-            physical.owner = 0;
+            release_record(&mut ids[id as usize], id, queue);
             freed += 1;
-            if !physical.queued {
-                physical.queued = true;
-                queue.push(id);
-            }
         }
     }
     freed
@@ -570,13 +572,9 @@ fn link_mappings(
         if physical.mappings == 1 {
             born += 1;
             if index >= own {
-                // A new page ahead of the request: free ([`PhysicalPages::release`]).
-                physical.owner = 0;
+                // A new page ahead of the request: free.
+                release_record(physical, id, queue);
                 born_free += 1;
-                if !physical.queued {
-                    physical.queued = true;
-                    queue.push(id);
-                }
             }
         }
     }
@@ -1162,11 +1160,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     ) -> Result<(), DeviceError> {
         let count = last - first + 1;
         let mut ids: Vec<u32> = Vec::with_capacity(count);
-        let mut created = 0u64;
         // The request's own pages: free physical pages first (they are the request's now), then new ones.
         let reused = self.phys.take_first_free(first, last, &mut ids);
+        let created = (count - reused) as u64;
         for page in first + reused..=last {
-            created += 1;
             let id = self.phys.new_id();
             self.phys.take(id, page);
             ids.push(id);
