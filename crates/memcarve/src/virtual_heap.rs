@@ -632,6 +632,46 @@ fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last:
         .map(|(_, page)| page)
 }
 
+/// Makes pages `[first, last]` a request's if it can use every one as it is: [`highest_unready`] and
+/// [`PhysicalPages::take_range`] in one pass. From the top page down, each ready page is taken as it is met (its
+/// physical page's user set unless it has one already, a user more counted), so that a physical page shown twice
+/// in the range is met the second time as another page's: not ready, as the stamps of [`highest_unready`] would
+/// have found it. On the first page that is not ready, the pages taken so far are given back as they were (a
+/// page without users has no physical page of its own) and that page, the highest not ready, is the error.
+fn claim(
+    mapped: &[u32],
+    users: &mut [u32],
+    phys: &mut PhysicalPages,
+    first: usize,
+    last: usize,
+) -> Result<(), usize> {
+    let mut taken = 0;
+    for page in (first..=last).rev() {
+        let owner = page as u32 + 1;
+        let ready = mapped[page].checked_sub(1).is_some_and(|id| {
+            let physical = &mut phys.ids[id as usize];
+            if physical.owner == 0 {
+                physical.owner = owner;
+                taken += 1;
+            }
+            physical.owner == owner
+        });
+        if !ready {
+            for page in page + 1..=last {
+                users[page] -= 1;
+                if users[page] == 0 {
+                    phys.ids[mapped[page] as usize - 1].owner = 0;
+                }
+            }
+            return Err(page);
+        }
+        users[page] += 1;
+    }
+    // Mapped pages are alive: each taken one was free.
+    phys.free_count -= taken;
+    Ok(())
+}
+
 /// Whether page `page` cannot be used as it is (unmapped, or showing a physical page another address page uses),
 /// leaving aside a physical page shown twice in one range.
 fn unready_alone(mapped: &[u32], phys: &PhysicalPages, page: usize) -> bool {
@@ -836,7 +876,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // A member larger than the oldest live one (which it is about to replace) outgrows the holes the series
         // leaves: the series moves, each member after the previous one on pages mapped ahead for it. Otherwise
         // TLSF's good fit when its pages are ready; otherwise a free range on ready pages, which needs no driver
-        // call either (both checked their pages already); otherwise a placement that needs one.
+        // call either (the three take the pages as they check them: see `claim`); otherwise a placement that
+        // needs one.
         let outgrowing = series_range.is_some()
             && self
                 .series
@@ -855,21 +896,23 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 },
             },
         };
-        let (first, last) = self.pages(allocation.offset, self.span(range));
-        if !found_ready && self.unready(first, last) {
-            if !may_commit {
-                let _ = self.ranges.free(allocation.handle);
-                return Ok(None);
+        if !found_ready {
+            let (first, last) = self.pages(allocation.offset, self.span(range));
+            if self.unready(first, last) {
+                if !may_commit {
+                    let _ = self.ranges.free(allocation.handle);
+                    return Ok(None);
+                }
+                if let Err(error) = self.make_ready(vm, first, last, size, series_range.is_some()) {
+                    // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
+                    // the release policy.
+                    let _ = self.ranges.free(allocation.handle);
+                    self.release(vm);
+                    return Err(error);
+                }
             }
-            if let Err(error) = self.make_ready(vm, first, last, size, series_range.is_some()) {
-                // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
-                // the release policy.
-                let _ = self.ranges.free(allocation.handle);
-                self.release(vm);
-                return Err(error);
-            }
+            self.phys.take_range(&self.mapped[first..=last], &mut self.page_users[first..=last], first);
         }
-        self.phys.take_range(&self.mapped[first..=last], &mut self.page_users[first..=last], first);
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
@@ -885,21 +928,27 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// A series member right after the previous one, while the series moves onto the pages mapped ahead for it:
-    /// at the series' cursor, in the last free range, if the pages there are ready (O(pages of the request)).
+    /// at the series' cursor, in the last free range, if the pages there are ready (O(pages of the request));
+    /// its pages taken.
     fn place_at_cursor(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         let cursor = self.series.as_ref()?.cursor?;
         let span = self.span(size);
         let shift = self.page_shift;
-        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let (mapped, users, phys) = (&self.mapped[..], &mut self.page_users[..], &mut self.phys);
+        let mut claimed = None;
         let place = |start: u64, len: u64| {
             let offset = align_up(cursor, alignment)?;
-            let last = (offset.checked_add(span)? - 1) >> shift;
-            let fits = start <= offset && offset + span <= start + len && (last as usize) < mapped.len();
-            (fits && highest_unready(mapped, phys, (offset >> shift) as usize, last as usize).is_none())
-                .then_some(offset)
+            let last = ((offset.checked_add(span)? - 1) >> shift) as usize;
+            let fits = start <= offset && offset + span <= start + len && last < mapped.len();
+            let first = (offset >> shift) as usize;
+            (fits && claim(mapped, users, phys, first, last).is_ok()).then(|| {
+                claimed = Some((first, last));
+                offset
+            })
         };
         let placed =
             self.ranges.allocate_at_end_where(size, alignment, ResourceClass::Unknown, place).ok().flatten();
+        self.settle_claim(placed.is_some(), claimed);
         if placed.is_none()
             && let Some(series) = self.series.as_mut()
         {
@@ -909,21 +958,25 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// TLSF's good fit, at its start or, where the start's pages are not ready, at its end, if the pages there
-    /// are ready (O(pages of the request)).
+    /// are ready (O(pages of the request)); its pages taken.
     fn place_in_good_fit(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         let span = self.span(size);
         let shift = self.page_shift;
-        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let (mapped, users, phys) = (&self.mapped[..], &mut self.page_users[..], &mut self.phys);
+        let mut claimed = None;
         let place = |start: u64, len: u64| {
             // Pages past the per-page vectors were never mapped.
             let end = (start + len).min((mapped.len() as u64) << shift);
-            // Ok when the window at `offset` is ready; otherwise the highest page it cannot use, if one was seen.
-            let check = |phys: &mut PhysicalPages, offset: u64| {
+            // Ok when the window at `offset` is ready (and taken); otherwise the highest page it cannot use, if
+            // one was seen.
+            let mut check = |phys: &mut PhysicalPages, offset: u64| {
                 if offset + span > end {
                     return Err(None);
                 }
                 let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
-                highest_unready(mapped, phys, first, last).map_or(Ok(()), |page| Err(Some(page)))
+                claim(mapped, users, phys, first, last).map_err(Some)?;
+                claimed = Some((first, last));
+                Ok(())
             };
             let first = align_up(start, alignment)?;
             let blocked = match check(phys, first) {
@@ -943,14 +996,30 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             check(phys, last).is_ok().then_some(last)
         };
-        self.ranges.allocate_good_fit_where(size, alignment, ResourceClass::Unknown, place).ok().flatten()
+        let placed = self
+            .ranges
+            .allocate_good_fit_where(size, alignment, ResourceClass::Unknown, place)
+            .ok()
+            .flatten();
+        self.settle_claim(placed.is_some(), claimed);
+        placed
+    }
+
+    /// After a placement whose closure took the pages `claimed` (if any): gives them back unless the ranges
+    /// placed the request there (they may refuse the closure's answer).
+    fn settle_claim(&mut self, placed: bool, claimed: Option<(usize, usize)>) {
+        if let Some((first, last)) = claimed
+            && !placed
+        {
+            self.phys.leave_range(&self.mapped[first..=last], &mut self.page_users[first..=last]);
+        }
     }
 
     /// Places a request on ready pages only, looking at up to 64 free ranges (smallest first) and, in them, at
     /// up to 8,192 pages in all. In a range, each window the request would cover is checked from its top page
     /// down: an unready page moves the window past it, and pages found ready are not looked at again, so the
     /// search skips ahead by up to a request's length per look. Bounded work; it runs only when TLSF's good fit
-    /// would need driver calls.
+    /// would need driver calls. The pages of the placement are taken.
     fn place_on_ready(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         const RANGES: usize = 64;
         const PAGES: usize = 8192;
@@ -962,9 +1031,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             return None;
         }
         let (shift, end) = (self.page_shift, self.mapped_end);
-        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let (mapped, users, phys) = (&self.mapped[..], &mut self.page_users[..], &mut self.phys);
         let mut budget = PAGES;
+        let mut claimed: Option<(usize, usize)> = None;
         let place = |start: u64, len: u64| {
+            // The ranges refused the last answer: its pages go back.
+            if let Some((first, last)) = claimed.take() {
+                phys.leave_range(&mapped[first..=last], &mut users[first..=last]);
+            }
             let stop = start + len;
             let first_offset = align_up(start, alignment)?;
             let first_page = (first_offset >> shift) as usize;
@@ -1000,17 +1074,26 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                         low = page + 1;
                     }
                     // Every page is ready; two of them may still show one physical page.
-                    None => match highest_unready(mapped, phys, low, last) {
-                        None => return Some(offset),
-                        Some(page) => {
-                            low = page + 1;
-                            verified = low;
+                    None => {
+                        let window = (offset >> shift) as usize;
+                        match claim(mapped, users, phys, window, last) {
+                            Ok(()) => {
+                                claimed = Some((window, last));
+                                return Some(offset);
+                            }
+                            Err(page) => {
+                                low = page + 1;
+                                verified = low;
+                            }
                         }
-                    },
+                    }
                 }
             }
         };
-        self.ranges.allocate_where(size, alignment, ResourceClass::Unknown, RANGES, place).ok().flatten()
+        let placed =
+            self.ranges.allocate_where(size, alignment, ResourceClass::Unknown, RANGES, place).ok().flatten();
+        self.settle_claim(placed.is_some(), claimed);
+        placed
     }
 
     /// Places a request that needs driver calls: at TLSF's good fit when that needs at most one (a mapping of
@@ -1599,7 +1682,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::{GrowthSeries, PhysicalPages, highest_unready};
+    use super::{GrowthSeries, PhysicalPages, claim, highest_unready};
 
     const PAGE: u64 = 2 << 20;
 
@@ -1652,5 +1735,37 @@ mod tests {
             phys.next_epoch();
         }
         assert_eq!(highest_unready(&alone, &mut phys, 0, 0), None);
+    }
+
+    #[test]
+    fn a_claim_takes_a_ready_range_and_gives_back_all_it_took_where_a_page_is_not_ready() {
+        // Address pages 0..4 show free physical pages 0, 1, 2 and 0 again; page 1 already has a user (an
+        // allocation's edge), so physical page 1 is its own.
+        let mut phys = PhysicalPages::default();
+        let ids: Vec<u32> = (0..3).map(|_| phys.new_id()).collect();
+        for &id in &ids {
+            phys.ids[id as usize].mappings = 1;
+            phys.release(id);
+        }
+        phys.ids[0].mappings = 2;
+        phys.ids[1].owner = 2;
+        phys.remove_free();
+        let mapped = [1, 2, 3, 1];
+        let mut users = [0, 1, 0, 0];
+        let before =
+            |phys: &PhysicalPages| (phys.ids.iter().map(|p| p.owner).collect::<Vec<_>>(), phys.free_count);
+        let start = before(&phys);
+        // Physical page 0 shows at pages 0 and 3: met again at page 0, taken by page 3 by then.
+        assert_eq!(claim(&mapped, &mut users, &mut phys, 0, 3), Err(0));
+        assert_eq!((before(&phys), users), (start.clone(), [0, 1, 0, 0]), "nothing taken stays taken");
+        // Pages 1..=3 are ready: each gets a user, the free ones (2 and 0) an owner, and they leave the free count.
+        assert_eq!(claim(&mapped, &mut users, &mut phys, 1, 3), Ok(()));
+        assert_eq!(users, [0, 2, 1, 1]);
+        assert_eq!(phys.ids.iter().map(|p| p.owner).collect::<Vec<_>>(), [4, 2, 3]);
+        assert_eq!(phys.free_count, start.1 - 2);
+        // Page 0 now shows a physical page page 3 uses.
+        assert_eq!(claim(&mapped, &mut users, &mut phys, 0, 0), Err(0));
+        // Unmapped pages are not ready either.
+        assert_eq!(claim(&[0], &mut [0], &mut phys, 0, 0), Err(0));
     }
 }
