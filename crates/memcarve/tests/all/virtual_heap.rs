@@ -143,6 +143,45 @@ fn commit_failures_are_clean_and_lose_nothing() {
 }
 
 #[test]
+fn commit_failures_among_retained_pages_leave_the_page_books_right() {
+    // The other failure test gives every empty page back at once; here free pages stay mapped (and are mapped
+    // again at fresh addresses, and a small reservation runs out, so that unused mappings are dropped): a failed
+    // mapping among them must leave every page's books right, checked after every operation.
+    let release = PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 };
+    let config = VirtualHeapConfig::default().with_reserve_size(256 * MIB).with_release(Arc::new(release));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    device.set_faults(FaultInjection {
+        random_failure: Some(RandomFailure { probability: 0.3, seed: 5 }),
+        ..FaultInjection::default()
+    });
+    let mut rng = Rng::new(13);
+    let mut live = Vec::new();
+    let mut refused = 0;
+    for step in 0..6_000 {
+        if live.is_empty() || rng.chance(52) {
+            let desc = AllocationDesc::new("f", rng.log_uniform(1, 24 * MIB), MemoryLocation::GpuOnly);
+            match allocator.allocate(&desc) {
+                Ok(a) => live.push(a),
+                Err(Error::OutOfMemory { .. }) => refused += 1,
+                Err(other) => panic!("step {step}: {other}"),
+            }
+        } else {
+            allocator.free(live.swap_remove(rng.below(live.len() as u64) as usize)).unwrap();
+        }
+        if let Err(violation) = allocator.check() {
+            panic!("step {step}: {violation:?}");
+        }
+    }
+    assert!(refused > 0);
+    for a in live {
+        allocator.free(a).unwrap();
+    }
+    allocator.trim_empty_blocks();
+    allocator.check().unwrap();
+    assert_eq!(device.counters().committed_bytes, 0, "every committed page came back");
+}
+
+#[test]
 fn randomized_peak_slack_swaps_keep_the_page_books_right() {
     // A small reservation (the checker walks every page) and no floor of spare pages, so requests often find no
     // ready pages: placement on ready pages, mappings of free pages at fresh addresses, unmaps of conflicting
