@@ -16,7 +16,7 @@ bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate,
 efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer,
 serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
 offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer, ppo_train,
-ssm_scan_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
+ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
 defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
@@ -1545,6 +1545,105 @@ def ssm_scan_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def tabular_mlp_train(torch):
+    """A tabular regression MLP in plain torch (128 features -> 3 hidden layers of 1024 with LayerNorm and GELU ->
+    1), fp32, AdamW with gradient clipping, 24 steps with batches of 1,024 to 8,192 rows, and every 4 steps an
+    evaluation pass over 16,384 held-out rows without gradients: a small heap where training and evaluation
+    alternate."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layers = []
+    for width_in in (128, 1024, 1024):
+        layers += [nn.Linear(width_in, 1024), nn.LayerNorm(1024), nn.GELU()]
+    model = nn.Sequential(*layers, nn.Linear(1024, 1))
+    start_recording(torch)
+    model = model.cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    batches = [1024, 4096, 8192, 2048, 6144, 8192, 3072, 1024] * 3
+    losses, evals = [], []
+    for step, batch in enumerate(batches):
+        rows = torch.randn(batch, 128, device="cuda", generator=gen)
+        target = rows[:, :8].sum(1, keepdim=True) + 0.1 * torch.randn(batch, 1, device="cuda", generator=gen)
+        loss = torch.nn.functional.mse_loss(model(rows), target)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del rows, target, loss
+        if step % 4 == 3:
+            with torch.no_grad():
+                held = torch.randn(16384, 128, device="cuda", generator=gen)
+                evals.append(float(model(held).square().mean().item()))
+                del held
+    del model, opt
+    return {"losses": losses[::4], "evals": evals}
+
+
+def resnet18_infer_small(torch):
+    """torchvision ResNet-18 inference, fp16, channels-last, at small batches (1 to 16 images of 160 to 320
+    pixels, 10 shapes, each twice): the smallest inference heap here."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(1, 224), (2, 224), (4, 160), (8, 224), (1, 320), (16, 160), (4, 288), (2, 320), (8, 192), (16, 224)]
+    checksum = infer_images(torch, torchvision.models.resnet18(num_classes=1000), shapes,
+                            lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
+                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def vae_train(torch):
+    """A convolutional variational autoencoder in plain torch (encoder of four stride-2 convolutions 3 -> 256
+    channels on 64 x 64 images, a 128-dimensional latent with the reparameterization trick, a decoder of four
+    transposed convolutions), bf16 autocast, AdamW, 12 steps with batches of 32 to 256: reconstruction and KL
+    terms, a sampled latent every step."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Vae(nn.Module):
+        def __init__(self):
+            super().__init__()
+            chans = [3, 32, 64, 128, 256]
+            self.enc = nn.Sequential(*[m for a, b in zip(chans, chans[1:])
+                                       for m in (nn.Conv2d(a, b, 4, 2, 1), nn.BatchNorm2d(b), nn.SiLU())])
+            self.mu, self.logvar = nn.Linear(256 * 16, 128), nn.Linear(256 * 16, 128)
+            self.up = nn.Linear(128, 256 * 16)
+            rev = chans[::-1]
+            dec = []
+            for a, b in zip(rev, rev[1:]):
+                dec += [nn.ConvTranspose2d(a, b, 4, 2, 1)] + ([nn.BatchNorm2d(b), nn.SiLU()] if b != 3 else [])
+            self.dec = nn.Sequential(*dec)
+
+        def forward(self, x):
+            h = self.enc(x).flatten(1)
+            mu, logvar = self.mu(h), self.logvar(h)
+            z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
+            return self.dec(self.up(z).view(-1, 256, 4, 4)), mu, logvar
+
+    model = Vae()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    batches, losses = [32, 64, 128, 256, 96, 256, 48, 192, 128, 256, 64, 160], []
+    for batch in batches:
+        images = torch.rand(batch, 3, 64, 64, device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            recon, mu, logvar = model(images)
+            rec = torch.nn.functional.mse_loss(recon.float(), images)
+            kl = -0.5 * (1 + logvar - mu.square() - logvar.exp()).float().mean()
+            loss = rec + 1e-3 * kl
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, recon, mu, logvar, rec, kl, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1555,7 +1654,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      llama_partial_finetune, conv_autoencoder_infer, serving_continuous_batch,
                                      whisper_decode, clip_train, gnn_train, video_train, compiled_train,
                                      long_context_train, offload_train, lstm_train, speculative_decode, gan_train,
-                                     fft_science, cuda_graph_infer, ppo_train, ssm_scan_train)}
+                                     fft_science, cuda_graph_infer, ppo_train, ssm_scan_train,
+                                     tabular_mlp_train, resnet18_infer_small, vae_train)}
 
 
 # ---------------------------------------------------------------- recording

@@ -407,3 +407,13 @@ fn ninth_session_later_recordings_match_an_independent_walk_and_the_recording_sc
     check_recorded("ppo_train.pickle.gz", (53_709, 86.6, 90.0, 1.040), 6, 3);
     check_recorded("ssm_scan_train.pickle.gz", (40_401, 1_219.2, 1_522.0, 1.248), 159, 3);
 }
+
+/// Three recorded in the tenth session (one device call, 04:59 UTC) to see whether small heaps miss in general:
+/// training and evaluation alternating on a tabular MLP, small-batch image inference (the smallest inference heap
+/// here) and a convolutional VAE.
+#[test]
+fn tenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("tabular_mlp_train.pickle.gz", (2_295, 418.8, 722.0, 1.724), 29, 3);
+    check_recorded("resnet18_infer_small.pickle.gz", (2_074, 115.0, 156.0, 1.356), 12, 2);
+    check_recorded("vae_train.pickle.gz", (3_158, 371.4, 432.0, 1.163), 29, 3);
+}
