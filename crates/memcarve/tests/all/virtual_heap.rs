@@ -106,20 +106,21 @@ fn real_host_memory_keeps_every_pattern() {
     }
 }
 
-#[test]
-fn commit_failures_are_clean_and_lose_nothing() {
-    let config = VirtualHeapConfig::default().with_release(Arc::new(ReleaseImmediately));
-    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
-    device.set_faults(FaultInjection {
-        random_failure: Some(RandomFailure { probability: 0.5, seed: 3 }),
-        ..FaultInjection::default()
-    });
-    let mut rng = Rng::new(11);
+/// Random allocations of 1 byte to `max_size` and frees for `steps` operations on an allocator whose device fails
+/// some commits, the checker every `check_every` steps; then everything is freed and the empty pages trimmed, and
+/// every committed page must have come back. Returns the requests refused (out of memory: any other error fails).
+fn churn_under_failures(
+    device: &HostDevice,
+    allocator: &Allocator<Arc<HostDevice>>,
+    seed: u64,
+    (steps, max_size, check_every): (u32, u64, u32),
+) -> u32 {
+    let mut rng = Rng::new(seed);
     let mut live = Vec::new();
     let mut refused = 0;
-    for step in 0..20_000 {
+    for step in 0..steps {
         if live.is_empty() || rng.chance(52) {
-            let desc = AllocationDesc::new("f", rng.log_uniform(1, 8 * MIB), MemoryLocation::GpuOnly);
+            let desc = AllocationDesc::new("f", rng.log_uniform(1, max_size), MemoryLocation::GpuOnly);
             match allocator.allocate(&desc) {
                 Ok(a) => live.push(a),
                 Err(Error::OutOfMemory { .. }) => refused += 1,
@@ -128,18 +129,32 @@ fn commit_failures_are_clean_and_lose_nothing() {
         } else {
             allocator.free(live.swap_remove(rng.below(live.len() as u64) as usize)).unwrap();
         }
-        if step % 500 == 0 {
-            allocator.check().unwrap();
+        if step % check_every == 0
+            && let Err(violation) = allocator.check()
+        {
+            panic!("step {step}: {violation:?}");
         }
     }
-    assert!(refused > 0, "failures on both device-local types surface as out-of-memory");
-    assert!(allocator.diagnostics().fallbacks > 0);
     for a in live {
         allocator.free(a).unwrap();
     }
     allocator.trim_empty_blocks();
     allocator.check().unwrap();
     assert_eq!(device.counters().committed_bytes, 0, "every committed page came back");
+    refused
+}
+
+#[test]
+fn commit_failures_are_clean_and_lose_nothing() {
+    let config = VirtualHeapConfig::default().with_release(Arc::new(ReleaseImmediately));
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    device.set_faults(FaultInjection {
+        random_failure: Some(RandomFailure { probability: 0.5, seed: 3 }),
+        ..FaultInjection::default()
+    });
+    let refused = churn_under_failures(&device, &allocator, 11, (20_000, 8 * MIB, 500));
+    assert!(refused > 0, "failures on both device-local types surface as out-of-memory");
+    assert!(allocator.diagnostics().fallbacks > 0);
 }
 
 #[test]
@@ -154,31 +169,7 @@ fn commit_failures_among_retained_pages_leave_the_page_books_right() {
         random_failure: Some(RandomFailure { probability: 0.3, seed: 5 }),
         ..FaultInjection::default()
     });
-    let mut rng = Rng::new(13);
-    let mut live = Vec::new();
-    let mut refused = 0;
-    for step in 0..6_000 {
-        if live.is_empty() || rng.chance(52) {
-            let desc = AllocationDesc::new("f", rng.log_uniform(1, 24 * MIB), MemoryLocation::GpuOnly);
-            match allocator.allocate(&desc) {
-                Ok(a) => live.push(a),
-                Err(Error::OutOfMemory { .. }) => refused += 1,
-                Err(other) => panic!("step {step}: {other}"),
-            }
-        } else {
-            allocator.free(live.swap_remove(rng.below(live.len() as u64) as usize)).unwrap();
-        }
-        if let Err(violation) = allocator.check() {
-            panic!("step {step}: {violation:?}");
-        }
-    }
-    assert!(refused > 0);
-    for a in live {
-        allocator.free(a).unwrap();
-    }
-    allocator.trim_empty_blocks();
-    allocator.check().unwrap();
-    assert_eq!(device.counters().committed_bytes, 0, "every committed page came back");
+    assert!(churn_under_failures(&device, &allocator, 13, (6_000, 24 * MIB, 1)) > 0);
 }
 
 #[test]
