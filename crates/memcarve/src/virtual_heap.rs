@@ -404,6 +404,7 @@ struct PhysicalPage {
 
 impl PhysicalPages {
     /// An id for a new physical page (not alive yet, not free).
+    #[cfg(test)]
     fn new_id(&mut self) -> u32 {
         if let Some(id) = self.spare_ids.pop() {
             return id;
@@ -411,6 +412,27 @@ impl PhysicalPages {
         let id = self.ids.len() as u32;
         self.ids.push(PhysicalPage { owner: 0, mappings: 0, first_alias: NIL, queued: false, stamp: 0 });
         id
+    }
+
+    /// New physical pages (not alive yet), one for each user in `owners` (an address page plus one, 0: none),
+    /// pushed to `ids`: spare ids first, as [`PhysicalPages::new_id`] hands them out, then ids past the last, their
+    /// records made in one go.
+    fn new_ids(&mut self, mut owners: impl ExactSizeIterator<Item = u32>, ids: &mut Vec<u32>) {
+        while owners.len() > 0
+            && let Some(id) = self.spare_ids.pop()
+        {
+            self.ids[id as usize].owner = owners.next().unwrap_or(0);
+            ids.push(id);
+        }
+        let (start, count) = (self.ids.len() as u32, owners.len() as u32);
+        self.ids.extend(owners.map(|owner| PhysicalPage {
+            owner,
+            mappings: 0,
+            first_alias: NIL,
+            queued: false,
+            stamp: 0,
+        }));
+        ids.extend(start..start + count);
     }
 
     /// Makes address page `page` the user of physical page `id` unless the physical page has one already: a free
@@ -713,6 +735,8 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     /// `make_ready`'s list of what each page needs, kept between calls so that a mapping allocates nothing
     /// here.
     needs: Vec<PageNeed>,
+    /// `map_run`'s list of physical page ids, kept between calls.
+    map_ids: Vec<u32>,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -771,6 +795,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             stale_check_at: 0,
             keeps_within_peak: config.release.keeps_free_pages_within_peak(),
             needs: Vec::new(),
+            map_ids: Vec::new(),
         })
     }
 
@@ -1242,15 +1267,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         size: u64,
     ) -> Result<(), DeviceError> {
         let count = last - first + 1;
-        let mut ids: Vec<u32> = Vec::with_capacity(count);
+        // The list of ids is kept between calls, so that a mapping allocates nothing here.
+        let mut ids = core::mem::take(&mut self.map_ids);
+        ids.clear();
+        ids.reserve(count);
         // The request's own pages: free physical pages first (they are the request's now), then new ones.
         let reused = self.phys.take_first_free(first, last, &mut ids);
         let created = (count - reused) as u64;
-        for page in first + reused..=last {
-            let id = self.phys.new_id();
-            self.phys.take(id, page);
-            ids.push(id);
-        }
+        self.phys.new_ids((first + reused..last + 1).map(|page| page as u32 + 1), &mut ids);
         self.phys.compact_queue();
         let own = ids.len();
         if let Some(member) = ahead {
@@ -1269,11 +1293,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let aliased = room.min(cap as usize);
             ids.reserve(room);
             ids.extend(self.phys.free_pages(aliased));
-            let mut new_ahead = 0;
-            while ids.len() - own < room && new_ahead < new_pages {
-                ids.push(self.phys.new_id());
-                new_ahead += 1;
-            }
+            let new_ahead = (room - (ids.len() - own)).min(new_pages as usize);
+            self.phys.new_ids(core::iter::repeat_n(0, new_ahead), &mut ids);
             // After those, for a series member, the members' pages: the next members will find them free
             // here as their old copies are freed, oldest first (as long as the unmapped pages reach).
             if member {
@@ -1289,6 +1310,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let offset = (first as u64) << self.page_shift;
         let Some(reservation) = self.reservation.as_ref() else {
             self.forget_ids(&ids, own);
+            self.map_ids = ids;
             return Err(DeviceError::Unsupported("virtual heap already released"));
         };
         // SAFETY: (1) the pages are whole pages inside the reservation (pages index it) and unmapped (checked by
@@ -1298,6 +1320,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // and neither free nor new).
         if let Err(error) = unsafe { vm.map_pages(reservation, offset, &ids) } {
             self.forget_ids(&ids, own);
+            self.map_ids = ids;
             return Err(error);
         }
         let end = first + ids.len();
@@ -1314,6 +1337,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.peak_committed_bytes =
             self.stats.peak_committed_bytes.max(self.phys.alive << self.page_shift);
         self.note(PageEvent::Commit { offset, size }, &ids);
+        self.map_ids = ids;
         Ok(())
     }
 
