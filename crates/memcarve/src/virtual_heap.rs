@@ -667,27 +667,33 @@ fn claim(
     first: usize,
     last: usize,
 ) -> Result<(), usize> {
+    let records = &mut phys.ids[..];
     let mut taken = 0;
-    for page in (first..=last).rev() {
+    let mut unready = None;
+    let window = mapped[first..=last].iter().zip(users[first..=last].iter_mut());
+    for ((&mapped, users), page) in window.zip(first..last + 1).rev() {
         let owner = page as u32 + 1;
-        let ready = mapped[page].checked_sub(1).is_some_and(|id| {
-            let physical = &mut phys.ids[id as usize];
-            if physical.owner == 0 {
-                physical.owner = owner;
-                taken += 1;
-            }
-            physical.owner == owner
-        });
-        if !ready {
-            for page in page + 1..=last {
-                users[page] -= 1;
-                if users[page] == 0 {
-                    phys.ids[mapped[page] as usize - 1].owner = 0;
-                }
-            }
-            return Err(page);
+        let Some(physical) = mapped.checked_sub(1).and_then(|id| records.get_mut(id as usize)) else {
+            unready = Some(page);
+            break;
+        };
+        if physical.owner == 0 {
+            physical.owner = owner;
+            taken += 1;
+        } else if physical.owner != owner {
+            unready = Some(page);
+            break;
         }
-        users[page] += 1;
+        *users += 1;
+    }
+    if let Some(page) = unready {
+        for page in page + 1..=last {
+            users[page] -= 1;
+            if users[page] == 0 {
+                records[mapped[page] as usize - 1].owner = 0;
+            }
+        }
+        return Err(page);
     }
     // Mapped pages are alive: each taken one was free.
     phys.free_count -= taken;
