@@ -1178,12 +1178,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Whether making `[first, last]` ready takes at most one driver call (one mapping per run of pages that
-    /// need one, and one unmapping per run of conflicting pages): it stops at the second.
+    /// need one, and one unmapping per run of conflicting pages): it stops at the second. The pages at or above
+    /// the mapped end are unmapped, one run: only those below it are looked at.
     fn needs_at_most_one_call(&mut self, first: usize, last: usize) -> bool {
-        self.cover_pages(last + 1);
+        let top = self.mapped_end.clamp(first, last + 1);
         let epoch = self.phys.next_epoch();
-        let (mut calls, mut previous) = (0, PageNeed::Ready);
-        for page in (first..=last).rev() {
+        let (mut calls, mut previous) =
+            if top <= last { (1, PageNeed::Unmapped) } else { (0, PageNeed::Ready) };
+        for page in (first..top).rev() {
             let need = page_need(&self.mapped, &mut self.phys, page, epoch);
             calls += usize::from(need != PageNeed::Ready && previous == PageNeed::Ready);
             calls += usize::from(need == PageNeed::Conflict && previous != PageNeed::Conflict);
