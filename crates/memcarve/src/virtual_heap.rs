@@ -403,7 +403,8 @@ struct PhysicalPage {
 }
 
 impl PhysicalPages {
-    /// An id for a new physical page (not alive yet, not free).
+    /// An id for a new physical page (not alive yet, not free), as [`PhysicalPages::new_ids`] hands them out: for
+    /// tests.
     #[cfg(test)]
     fn new_id(&mut self) -> u32 {
         if let Some(id) = self.spare_ids.pop() {
@@ -415,8 +416,8 @@ impl PhysicalPages {
     }
 
     /// New physical pages (not alive yet), one for each user in `owners` (an address page plus one, 0: none),
-    /// pushed to `ids`: spare ids first, as [`PhysicalPages::new_id`] hands them out, then ids past the last, their
-    /// records made in one go.
+    /// pushed to `ids`: spare ids first (the last one spared first), then ids past the last, their records made
+    /// in one go.
     fn new_ids(&mut self, mut owners: impl ExactSizeIterator<Item = u32>, ids: &mut Vec<u32>) {
         while owners.len() > 0
             && let Some(id) = self.spare_ids.pop()
