@@ -1715,7 +1715,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::{GrowthSeries, PhysicalPages, claim, highest_unready};
+    use super::{GrowthSeries, PhysicalPages, VirtualHeap, VirtualHeapConfig, claim, highest_unready};
+    use crate::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+    use crate::device::VirtualMemory;
 
     const PAGE: u64 = 2 << 20;
 
@@ -1800,5 +1802,29 @@ mod tests {
         assert_eq!(claim(&mapped, &mut users, &mut phys, 0, 0), Err(0));
         // Unmapped pages are not ready either.
         assert_eq!(claim(&[0], &mut [0], &mut phys, 0, 0), Err(0));
+    }
+
+    #[test]
+    fn pages_taken_for_a_position_the_ranges_refuse_go_back() {
+        // A series cursor between two 512-byte granules, on ready pages: the placement takes the pages there, TLSF
+        // refuses the position (not a multiple of its granularity), and the pages must come back as they were.
+        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
+        let page = device.granularity(memory_type).unwrap();
+        let config = VirtualHeapConfig::default();
+        let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
+        let placed = heap.allocate(&device, 4 * page, 1, true).unwrap().unwrap();
+        heap.free(&device, placed.handle, 4 * page).unwrap();
+        let before = (heap.stats(), heap.phys.free_count, heap.page_users.clone());
+        heap.series.as_mut().unwrap().cursor = Some(page + 256);
+        assert!(heap.place_at_cursor(page, 1).is_none(), "TLSF takes no position off its granularity");
+        assert_eq!((heap.stats(), heap.phys.free_count, heap.page_users.clone()), before);
+        heap.check().unwrap();
+        // On the granularity the same pages are taken.
+        heap.series.as_mut().unwrap().cursor = Some(page + 512);
+        let taken = heap.place_at_cursor(page, 1).unwrap();
+        assert_eq!(taken.offset, page + 512);
+        assert_eq!(heap.page_users[1..3], [1, 1]);
+        heap.destroy(&device);
     }
 }
