@@ -16,7 +16,8 @@ bart_beam_generate, neox_train_accum, resnet_multiscale_train, mistral_generate,
 efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, conv_autoencoder_infer,
 serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
 offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer, ppo_train,
-ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
+ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train, bert_long_infer,
+diffusion_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
 defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
@@ -1644,6 +1645,154 @@ def vae_train(torch):
     return {"batches": batches, "losses": losses}
 
 
+def segmentation_train(torch):
+    """A UNet for semantic segmentation in plain torch (4 levels of 32 / 64 / 128 / 256 channels, two convolutions
+    with batch norm per level, skip connections, 21 classes), fp16 autocast with GradScaler, AdamW, a per-pixel
+    cross-entropy, 10 steps of (batch, side) from (32, 256) to (4, 512): large activations of changing shapes."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def block(c_in, c_out):
+        return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
+                             nn.Conv2d(c_out, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+
+    class UNet(nn.Module):
+        def __init__(self, widths=(32, 64, 128, 256), classes=21):
+            super().__init__()
+            self.down = nn.ModuleList()
+            c = 3
+            for w in widths:
+                self.down.append(block(c, w))
+                c = w
+            self.up = nn.ModuleList()
+            self.merge = nn.ModuleList()
+            for w in reversed(widths[:-1]):
+                self.up.append(nn.ConvTranspose2d(c, w, 2, stride=2))
+                self.merge.append(block(2 * w, w))
+                c = w
+            self.head = nn.Conv2d(c, classes, 1)
+
+        def forward(self, x):
+            skips = []
+            for i, down in enumerate(self.down):
+                x = down(x)
+                if i < len(self.down) - 1:
+                    skips.append(x)
+                    x = torch.nn.functional.max_pool2d(x, 2)
+            for up, merge in zip(self.up, self.merge):
+                x = merge(torch.cat([up(x), skips.pop()], 1))
+            return self.head(x)
+
+    model = UNet()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes = [(32, 256), (16, 384), (8, 512), (24, 256), (4, 512), (12, 384), (32, 256), (8, 512), (16, 320),
+              (4, 512)]
+    losses = []
+    for batch, side in shapes:
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
+        labels = torch.randint(0, 21, (batch, side, side), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    del model, opt, scaler
+    return {"shapes": shapes, "losses": losses}
+
+
+def bert_long_infer(torch):
+    """A BERT-base-sized encoder with 2,048 positions (`BertModel(BertConfig(max_position_embeddings=2048))`), fp16
+    inference at long sequences (transformers' default attention): 8 (batch, length) shapes from (1, 2048) to
+    (16, 512), each twice."""
+    from transformers import BertConfig, BertModel
+
+    model = BertModel(BertConfig(max_position_embeddings=2048)).eval()
+    shapes = [(1, 2048), (4, 1024), (2, 2048), (16, 512), (8, 1024), (1, 1536), (4, 2048), (8, 768)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, length in shapes:
+            for _ in range(2):
+                ids = torch.randint(0, 30522, (batch, length), device="cuda", generator=gen)
+                out = model(input_ids=ids)
+                checksum += float(out.pooler_output.float().sum().item())
+                del ids, out
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def diffusion_train(torch):
+    """Denoising-diffusion training in plain torch: a small convolutional UNet (3 levels of 64 / 128 / 256
+    channels, group norm, a sinusoidal timestep embedding added at every level) predicts the noise added to 64 x 64
+    images at random timesteps of a 1,000-step linear schedule, bf16 autocast, AdamW, 12 steps of batch 32 to 128."""
+    import math
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, c_in, c_out):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(c_in, c_out, 3, padding=1), nn.Conv2d(c_out, c_out, 3, padding=1)
+            self.norm1, self.norm2 = nn.GroupNorm(8, c_out), nn.GroupNorm(8, c_out)
+            self.emb = nn.Linear(128, c_out)
+
+        def forward(self, x, emb):
+            h = F.silu(self.norm1(self.conv1(x))) + self.emb(emb)[:, :, None, None]
+            return F.silu(self.norm2(self.conv2(h)))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d1, self.d2, self.d3 = Block(3, 64), Block(64, 128), Block(128, 256)
+            self.u2, self.u1 = Block(256 + 128, 128), Block(128 + 64, 64)
+            self.out = nn.Conv2d(64, 3, 1)
+
+        def forward(self, x, t):
+            half = 64
+            freqs = torch.exp(-math.log(10000) * torch.arange(half, device=x.device) / half)
+            emb = torch.cat([torch.sin(t[:, None] * freqs), torch.cos(t[:, None] * freqs)], 1)
+            h1 = self.d1(x, emb)
+            h2 = self.d2(F.avg_pool2d(h1, 2), emb)
+            h3 = self.d3(F.avg_pool2d(h2, 2), emb)
+            u2 = self.u2(torch.cat([F.interpolate(h3, scale_factor=2), h2], 1), emb)
+            u1 = self.u1(torch.cat([F.interpolate(u2, scale_factor=2), h1], 1), emb)
+            return self.out(u1)
+
+    model = UNet()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    betas = torch.linspace(1e-4, 0.02, 1000, device="cuda")
+    alphas_bar = torch.cumprod(1 - betas, 0)
+    batches, losses = [32, 64, 128, 96, 128, 48, 128, 64, 112, 32, 128, 80], []
+    for batch in batches:
+        x0 = torch.rand(batch, 3, 64, 64, device="cuda", generator=gen) * 2 - 1
+        t = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        noise = torch.randn(x0.shape, device="cuda", generator=gen)
+        a = alphas_bar[t][:, None, None, None]
+        xt = a.sqrt() * x0 + (1 - a).sqrt() * noise
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.mse_loss(model(xt, t.float()).float(), noise)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del x0, t, noise, a, xt, loss
+    del model, opt, betas, alphas_bar
+    return {"batches": batches, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1655,7 +1804,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      whisper_decode, clip_train, gnn_train, video_train, compiled_train,
                                      long_context_train, offload_train, lstm_train, speculative_decode, gan_train,
                                      fft_science, cuda_graph_infer, ppo_train, ssm_scan_train,
-                                     tabular_mlp_train, resnet18_infer_small, vae_train)}
+                                     tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train,
+                                     bert_long_infer, diffusion_train)}
 
 
 # ---------------------------------------------------------------- recording

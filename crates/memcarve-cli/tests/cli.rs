@@ -306,6 +306,9 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "ssm_scan_train.pickle.gz",
         "tabular_mlp_train.pickle.gz",
         "vae_train.pickle.gz",
+        "segmentation_train.pickle.gz",
+        "bert_long_infer.pickle.gz",
+        "diffusion_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

@@ -417,3 +417,12 @@ fn tenth_session_recordings_match_an_independent_walk_and_the_recording_script()
     check_recorded("resnet18_infer_small.pickle.gz", (2_074, 115.0, 156.0, 1.356), 12, 2);
     check_recorded("vae_train.pickle.gz", (3_158, 371.4, 432.0, 1.163), 29, 3);
 }
+
+/// Three more, later in the tenth session (one device call, 05:55 UTC): segmentation training (large activations
+/// of changing shapes), a BERT-sized encoder at long sequences, and denoising-diffusion training.
+#[test]
+fn tenth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("segmentation_train.pickle.gz", (4_444, 3_463.8, 4_674.0, 1.349), 44, 0);
+    check_recorded("bert_long_infer.pickle.gz", (4_087, 376.2, 450.0, 1.196), 20, 2);
+    check_recorded("diffusion_train.pickle.gz", (5_816, 3_224.6, 3_618.0, 1.122), 55, 3);
+}
