@@ -62,10 +62,11 @@ def bert_infer(torch):
     return {"last_pooled_sum": pooled, "shapes": shapes, "repeats": 2}
 
 
-def train_classifier(torch, model, shapes, make_optimizer, classes=1000, channels_last=False):
+def train_classifier(torch, model, shapes, make_optimizer, classes=1000, channels_last=False, per_pixel=False):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU, then trains it for `classes` classes with fp16 autocast and a GradScaler, one step per
-    input shape in `shapes` (batch first: images or clips) on random inputs and labels. Returns the losses."""
+    input shape in `shapes` (batch first: images or clips) on random inputs and labels (a label per pixel of
+    batch x channels x height x width inputs with `per_pixel`, for segmentation). Returns the losses."""
     start_recording(torch)
     model = model.cuda()
     if channels_last:
@@ -79,7 +80,8 @@ def train_classifier(torch, model, shapes, make_optimizer, classes=1000, channel
         inputs = torch.randn(*shape, device="cuda", generator=gen)
         if channels_last:
             inputs = inputs.to(memory_format=torch.channels_last)
-        labels = torch.randint(0, classes, (shape[0],), device="cuda", generator=gen)
+        label_shape = (shape[0], *shape[2:]) if per_pixel else (shape[0],)
+        labels = torch.randint(0, classes, label_shape, device="cuda", generator=gen)
         with torch.autocast("cuda", dtype=torch.float16):
             loss = torch.nn.functional.cross_entropy(model(inputs), labels)
         scaler.scale(loss).backward()
@@ -1683,27 +1685,10 @@ def segmentation_train(torch):
                 x = merge(torch.cat([up(x), skips.pop()], 1))
             return self.head(x)
 
-    model = UNet()
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cuda")
-    gen = torch.Generator(device="cuda").manual_seed(0)
     shapes = [(32, 256), (16, 384), (8, 512), (24, 256), (4, 512), (12, 384), (32, 256), (8, 512), (16, 320),
               (4, 512)]
-    losses = []
-    for batch, side in shapes:
-        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
-        labels = torch.randint(0, 21, (batch, side, side), device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, loss
-    del model, opt, scaler
+    losses = train_classifier(torch, UNet(), [(batch, 3, side, side) for batch, side in shapes],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3), classes=21, per_pixel=True)
     return {"shapes": shapes, "losses": losses}
 
 
