@@ -186,8 +186,13 @@ fn chosen_policies(args: &ReplayArgs) -> Result<Vec<Policy>> {
     Ok(chosen)
 }
 
-/// Replays one trace under one policy.
-fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> Result<ReplayResult> {
+/// Replays one trace under one policy, reading it as it goes; the events read are also kept in `keep`, if given.
+fn replay_one(
+    path: &PathBuf,
+    policy: &Policy,
+    placements: Option<&PathBuf>,
+    mut keep: Option<&mut Vec<Event>>,
+) -> Result<ReplayResult> {
     let mut trace = memcarve_trace::open(path)?;
     let mut replayer = Replayer::new(policy)?;
     let log: Option<std::rc::Rc<std::cell::RefCell<BufWriter<File>>>> = match placements {
@@ -208,7 +213,12 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
     let started = Instant::now();
     let mut progress: Option<ProgressBar> = None;
     let file = trace.file().to_string();
-    replayer.replay_all(trace.by_ref(), BATCH, |done| {
+    let events = trace.by_ref().inspect(|event| {
+        if let (Ok(event), Some(keep)) = (event, keep.as_mut()) {
+            keep.push(event.clone());
+        }
+    });
+    replayer.replay_all(events, BATCH, |done| {
         if progress.is_none() && started.elapsed() > Duration::from_secs(1) {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
@@ -233,19 +243,18 @@ fn replay_one(path: &PathBuf, policy: &Policy, placements: Option<&PathBuf>) -> 
 
 /// Replays one trace under one policy `repeat` times (the placement log, if any, written the first time): the
 /// first result, with the median replay time of all, and the first replay's throughput. The first replay reads
-/// the trace as it goes; the others replay it decoded once, in memory (reading is not timed either way, but
-/// decoding it again before each replay took time and left the caches to the decoder).
+/// the trace as it goes and keeps the events; the others replay those, in memory (reading is not timed either way,
+/// but decoding it again before each replay took time and left the caches to the decoder).
 fn replay_repeated(
     path: &PathBuf,
     policy: &Policy,
     placements: Option<&PathBuf>,
     repeat: u32,
 ) -> Result<(ReplayResult, f64)> {
-    let mut first = replay_one(path, policy, placements)?;
+    let mut events = Vec::new();
+    let mut first = replay_one(path, policy, placements, (repeat > 1).then_some(&mut events))?;
     let first_ops_per_sec = first.ops_per_sec();
     let mut times = vec![first.replay_time];
-    let events: Vec<Event> =
-        if repeat > 1 { memcarve_trace::open(path)?.collect::<Result<_, _>>()? } else { Vec::new() };
     for _ in 1..repeat {
         let mut replayer = Replayer::new(policy)?;
         replayer.replay(&events);
