@@ -1225,11 +1225,33 @@ def compiled_train(torch):
     return {"shapes": shapes, "losses": losses}
 
 
-def decoder_lm(torch, width, layers, heads, vocab):
-    """A pre-norm causal language model in plain torch (`scaled_dot_product_attention` with `is_causal`, GELU MLP of
-    4 x width); `model(input_ids=...)` returns an object whose `loss` is the next-token cross entropy."""
+def language_model(torch, width, layers, vocab, make_block):
+    """A language model in plain torch around `layers` blocks from `make_block()` (each maps batch x tokens x width
+    to the same): token embeddings, the blocks, a final LayerNorm and an output projection; `model(input_ids=...)`
+    returns an object whose `loss` is the next-token cross entropy."""
     import types
 
+    nn, F = torch.nn, torch.nn.functional
+
+    class Lm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
+            self.blocks, self.norm = nn.ModuleList(make_block() for _ in range(layers)), nn.LayerNorm(width)
+
+        def forward(self, input_ids):
+            x = self.embed(input_ids[:, :-1])
+            for block in self.blocks:
+                x = block(x)
+            logits = self.head(self.norm(x))
+            return types.SimpleNamespace(loss=F.cross_entropy(logits.flatten(0, 1).float(), input_ids[:, 1:].flatten()))
+
+    return Lm()
+
+
+def decoder_lm(torch, width, layers, heads, vocab):
+    """A pre-norm causal language model in plain torch (`scaled_dot_product_attention` with `is_causal`, GELU MLP of
+    4 x width), through `language_model`."""
     nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
@@ -1246,20 +1268,7 @@ def decoder_lm(torch, width, layers, heads, vocab):
             x = x + self.out(attn.transpose(1, 2).reshape(batch, tokens, width))
             return x + self.mlp(self.norm2(x))
 
-    class Lm(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
-            self.blocks, self.norm = nn.ModuleList(Block() for _ in range(layers)), nn.LayerNorm(width)
-
-        def forward(self, input_ids):
-            x = self.embed(input_ids[:, :-1])
-            for block in self.blocks:
-                x = block(x)
-            logits = self.head(self.norm(x))
-            return types.SimpleNamespace(loss=F.cross_entropy(logits.flatten(0, 1).float(), input_ids[:, 1:].flatten()))
-
-    return Lm()
+    return language_model(torch, width, layers, vocab, Block)
 
 
 def token_inputs(torch, vocab):
@@ -1502,8 +1511,6 @@ def ssm_scan_train(torch):
     depthwise convolution of 4, 32k vocabulary) whose selective scan is a Python loop over the tokens (what runs
     where no fused kernel is installed: per token a few tensors of batch x 1024 x 16), trained with bf16 autocast
     and AdamW for 4 steps of (batch, tokens) (8, 128), (4, 256), (16, 64), (8, 128)."""
-    import types
-
     torch.manual_seed(0)
     nn, F = torch.nn, torch.nn.functional
     width, inner, state = 512, 1024, 16
@@ -1529,21 +1536,8 @@ def ssm_scan_train(torch):
             y = torch.stack(ys, dim=1).to(h.dtype) * F.silu(z)
             return h + self.out_proj(y)
 
-    class Lm(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed, self.head = nn.Embedding(32000, width), nn.Linear(width, 32000, bias=False)
-            self.layers, self.norm = nn.ModuleList(Mixer() for _ in range(2)), nn.LayerNorm(width)
-
-        def forward(self, input_ids):
-            h = self.embed(input_ids[:, :-1])
-            for layer in self.layers:
-                h = layer(h)
-            logits = self.head(self.norm(h))
-            return types.SimpleNamespace(loss=F.cross_entropy(logits.flatten(0, 1).float(), input_ids[:, 1:].flatten()))
-
     steps = [(8, 128), (4, 256), (16, 64), (8, 128)]
-    losses = train_bf16(torch, Lm(), steps, token_inputs(torch, 32000),
+    losses = train_bf16(torch, language_model(torch, width, 2, 32000, Mixer), steps, token_inputs(torch, 32000),
                         lambda params: torch.optim.AdamW(params, lr=1e-3))
     return {"steps": steps, "losses": losses}
 
