@@ -17,7 +17,8 @@ efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, c
 serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
 offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer, ppo_train,
 ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train, bert_long_infer,
-diffusion_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
+diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train (see
+WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
 defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
@@ -1772,6 +1773,186 @@ def diffusion_train(torch):
     return {"batches": batches, "losses": losses}
 
 
+def distill_train(torch):
+    """Knowledge distillation: a frozen torchvision ResNet-50 teacher (fp16 inference without gradients) and a
+    ResNet-18 student trained on the teacher's softened outputs (KL divergence at temperature 4 plus the label
+    loss), bf16 autocast, AdamW, 8 steps of (batch, side) drawn from (32, 224), (64, 160), (96, 192), (48, 256): the
+    teacher's activations come and go before the student's forward pass, every step."""
+    import random
+
+    import torchvision
+
+    torch.manual_seed(0)
+    teacher, student = torchvision.models.resnet50(), torchvision.models.resnet18()
+    rng = random.Random(0)
+    shapes = [rng.choice([(32, 224), (64, 160), (96, 192), (48, 256)]) for _ in range(8)]
+    F = torch.nn.functional
+    start_recording(torch)
+    teacher = teacher.to("cuda", torch.float16).eval()
+    student = student.cuda().train()
+    opt = torch.optim.AdamW(student.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, side in shapes:
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        with torch.no_grad():
+            soft = F.softmax(teacher(images.half()).float() / 4.0, dim=1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = student(images).float()
+        loss = 16.0 * F.kl_div(F.log_softmax(logits / 4.0, dim=1), soft, reduction="batchmean")
+        loss = loss + F.cross_entropy(logits, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, soft, logits, loss
+    del teacher, student, opt
+    return {"shapes": shapes, "losses": losses}
+
+
+def lora_finetune(torch):
+    """LoRA fine-tuning: a Llama-style model through transformers (8 layers, 1024 wide, 16 heads with 4 KV heads,
+    32k vocabulary) kept frozen, with rank-16 adapters in plain torch added to every attention projection and MLP
+    projection (only the adapters take gradients and optimizer state), bf16 autocast, AdamW, 10 steps of (batch,
+    tokens) drawn from (8, 512), (4, 1024), (16, 256), (2, 2048), (12, 384)."""
+    import random
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    nn = torch.nn
+
+    class Lora(nn.Module):
+        def __init__(self, base, rank=16):
+            super().__init__()
+            self.base = base.requires_grad_(False)
+            self.down = nn.Linear(base.in_features, rank, bias=False)
+            self.up = nn.Linear(rank, base.out_features, bias=False)
+            nn.init.zeros_(self.up.weight)
+
+        def forward(self, x):
+            return self.base(x) + self.up(self.down(x)) * 2.0
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=4096)
+    model = LlamaForCausalLM(config).requires_grad_(False)
+    for layer in model.model.layers:
+        for parent, names in ((layer.self_attn, ("q_proj", "k_proj", "v_proj", "o_proj")),
+                              (layer.mlp, ("gate_proj", "up_proj", "down_proj"))):
+            for name in names:
+                setattr(parent, name, Lora(getattr(parent, name)))
+
+    def inputs(gen, step):
+        ids = torch.randint(3, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": ids, "labels": ids}
+
+    rng = random.Random(0)
+    steps = [rng.choice([(8, 512), (4, 1024), (16, 256), (2, 2048), (12, 384)]) for _ in range(10)]
+    losses = train_bf16(torch, model, steps, inputs, lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def caption_generate(torch):
+    """Image captioning: a ViT-B/16-sized encoder and a GPT-2-small-sized decoder with cross-attention through
+    transformers (`VisionEncoderDecoderModel` from configs), fp16, `generate` with 3 beams, 4 rounds of (images,
+    new tokens) (1, 32), (8, 24), (32, 16), (4, 40) on random 224-pixel images: the encoder's output lives through
+    each round while the beams' caches grow and are reordered."""
+    from transformers import GPT2Config, ViTConfig, VisionEncoderDecoderConfig, VisionEncoderDecoderModel
+
+    torch.manual_seed(0)
+    decoder = GPT2Config(add_cross_attention=True, is_decoder=True)
+    config = VisionEncoderDecoderConfig.from_encoder_decoder_configs(ViTConfig(), decoder)
+    config.decoder_start_token_id, config.pad_token_id, config.eos_token_id = 0, 0, None
+    model = VisionEncoderDecoderModel(config=config).eval()
+    rounds = [(1, 32), (8, 24), (32, 16), (4, 40)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, new in rounds:
+            pixels = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen).half()
+            out = model.generate(pixel_values=pixels, max_new_tokens=new, min_new_tokens=new, num_beams=3,
+                                 decoder_start_token_id=0, pad_token_id=0)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del pixels, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def detection_train(torch):
+    """torchvision Faster R-CNN (ResNet-50 FPN, random weights) training, SGD with momentum, fp32, 6 steps of 2 to 4
+    images with sides of 480 to 800 pixels and 1 to 12 random boxes each (another shape and box count every step:
+    the losses' proposals, samplers and targets vary with them)."""
+    import random
+
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None, num_classes=21)
+    rng = random.Random(0)
+    batches = [[(rng.randrange(480, 801, 32), rng.randrange(480, 801, 32), rng.randint(1, 12))
+                for _ in range(rng.randint(2, 4))] for _ in range(6)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for sizes in batches:
+        images, targets = [], []
+        for h, w, count in sizes:
+            images.append(torch.rand(3, h, w, device="cuda", generator=gen))
+            corner = torch.rand(count, 2, device="cuda", generator=gen) * torch.tensor([w * 0.7, h * 0.7], device="cuda")
+            extent = 16 + torch.rand(count, 2, device="cuda", generator=gen) * torch.tensor([w * 0.3, h * 0.3], device="cuda")
+            targets.append({"boxes": torch.cat([corner, corner + extent], dim=1),
+                            "labels": torch.randint(1, 21, (count,), device="cuda", generator=gen)})
+        loss = sum(model(images, targets).values())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, targets, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def sparse_embedding_train(torch):
+    """A bag-of-words click model in plain torch: an `EmbeddingBag` of 2,000,000 x 128 with sparse gradients
+    (`SparseAdam`: each step's gradient a sparse tensor whose size follows the step's distinct ids, coalesced by the
+    optimizer) and a dense MLP head 128-512-1 (Adam), 12 steps of 2,048-16,384 bags of 8-64 ids: the gradient and
+    optimizer buffers change size with every step's ids."""
+    import random
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    steps = [(rng.choice([2048, 4096, 8192, 16384]), rng.choice([8, 16, 32, 64])) for _ in range(12)]
+    embed = nn.EmbeddingBag(2_000_000, 128, mode="mean", sparse=True)
+    head = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 1))
+    start_recording(torch)
+    embed, head = embed.cuda(), head.cuda()
+    sparse_opt = torch.optim.SparseAdam(list(embed.parameters()), lr=1e-3)
+    dense_opt = torch.optim.Adam(head.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for bags, per_bag in steps:
+        ids = torch.randint(0, 2_000_000, (bags * per_bag,), device="cuda", generator=gen)
+        offsets = torch.arange(0, bags * per_bag, per_bag, device="cuda")
+        clicks = torch.rand(bags, 1, device="cuda", generator=gen).round()
+        loss = nn.functional.binary_cross_entropy_with_logits(head(embed(ids, offsets)), clicks)
+        loss.backward()
+        sparse_opt.step()
+        dense_opt.step()
+        sparse_opt.zero_grad(set_to_none=True)
+        dense_opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, offsets, clicks, loss
+    del embed, head, sparse_opt, dense_opt
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1784,7 +1965,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      long_context_train, offload_train, lstm_train, speculative_decode, gan_train,
                                      fft_science, cuda_graph_infer, ppo_train, ssm_scan_train,
                                      tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train,
-                                     bert_long_infer, diffusion_train)}
+                                     bert_long_infer, diffusion_train, distill_train, lora_finetune,
+                                     caption_generate, detection_train, sparse_embedding_train)}
 
 
 # ---------------------------------------------------------------- recording

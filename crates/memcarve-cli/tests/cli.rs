@@ -309,6 +309,11 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "segmentation_train.pickle.gz",
         "bert_long_infer.pickle.gz",
         "diffusion_train.pickle.gz",
+        "distill_train.pickle.gz",
+        "lora_finetune.pickle.gz",
+        "caption_generate.pickle.gz",
+        "detection_train.pickle.gz",
+        "sparse_embedding_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

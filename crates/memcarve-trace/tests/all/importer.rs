@@ -426,3 +426,16 @@ fn tenth_session_later_recordings_match_an_independent_walk_and_the_recording_sc
     check_recorded("bert_long_infer.pickle.gz", (4_087, 376.2, 450.0, 1.196), 20, 2);
     check_recorded("diffusion_train.pickle.gz", (5_816, 3_224.6, 3_618.0, 1.122), 55, 3);
 }
+
+/// Five recorded in the eleventh session (one device call, 11:39 UTC) of kinds none of the others has: knowledge
+/// distillation (a frozen teacher's activations before each student step), LoRA fine-tuning (a frozen base with
+/// small adapters), image captioning by beam search (an encoder's output living through a decoder's generation),
+/// detection training, and an embedding bag with sparse gradients.
+#[test]
+fn eleventh_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("distill_train.pickle.gz", (5_758, 1_131.2, 1_724.0, 1.524), 49, 3);
+    check_recorded("lora_finetune.pickle.gz", (19_495, 4_238.7, 6_444.0, 1.520), 156, 2);
+    check_recorded("caption_generate.pickle.gz", (64_778, 1_346.9, 1_598.0, 1.186), 80, 2);
+    check_recorded("detection_train.pickle.gz", (11_615, 10_419.8, 16_138.0, 1.549), 147, 3);
+    check_recorded("sparse_embedding_train.pickle.gz", (606, 5_915.8, 6_118.0, 1.034), 22, 3);
+}
