@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Checks a placement log of `memcarve replay --placements FILE` from the log alone, and recounts its figures.
+
+    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES]
+
+It verifies, event by event, that
+- no live allocation overlaps another in addresses;
+- every allocation lies on mapped pages (virtual heap) or inside one live block (block mode);
+- no physical page is used through two different addresses at once (a physical page may show at several
+  addresses, but only one of them may hold live allocations);
+- nothing is unmapped under a live allocation, no page is mapped twice, no block is destroyed while it holds one,
+  and every free names a live allocation;
+and recounts the driver operations (`map` and `unmap` lines), the peak committed bytes (live physical pages times
+the page size, plus live blocks), the peak live bytes and the allocations. With `--json`, the replay's JSON
+output for the same trace and policy (`memcarve replay ... --json FILE --placements LOG`, one row), those four
+figures must equal the replay's own. The format is in docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when
+everything checks out, 1 with the first violation otherwise.
+"""
+
+import argparse
+import bisect
+import csv
+import json
+import sys
+
+
+class Violation(Exception):
+    """The log breaks a rule; the message says which, and where."""
+
+
+class Checker:
+    def __init__(self, page_size):
+        self.page = page_size
+        # Virtual heap: address page -> physical page shown there; physical page -> addresses showing it;
+        # physical page -> [address page using it, live allocations on it].
+        self.shows = {}
+        self.mappings = {}
+        self.users = {}
+        # Mapped pages whose `pages` line has not come yet (the map just before).
+        self.unassigned = set()
+        # Block mode: live blocks by start -> end, and live allocations per block start.
+        self.block_starts = []
+        self.block_end = {}
+        self.block_live = {}
+        # Live allocations: sorted starts, start -> (end, id), id -> start.
+        self.starts = []
+        self.live = {}
+        self.by_id = {}
+        self.ops = 0
+        self.block_bytes = 0
+        self.peak_committed = 0
+        self.live_bytes = 0
+        self.peak_live = 0
+        self.allocations = 0
+        self.line = 1
+
+    def fail(self, message):
+        raise Violation(f"line {self.line}: {message}")
+
+    def committed(self):
+        return len(self.mappings) * self.page + self.block_bytes
+
+    def note_committed(self):
+        self.peak_committed = max(self.peak_committed, self.committed())
+
+    def settle_map(self):
+        """A `map` not followed by `pages` lines is a block (block mode, or a dedicated block)."""
+        if not self.unassigned:
+            return
+        pages = sorted(self.unassigned)
+        start, end = pages[0], pages[-1] + self.page
+        for page in pages:
+            del self.shows[page]
+        self.unassigned.clear()
+        self.add_block(start, end)
+
+    def add_block(self, start, end):
+        at = bisect.bisect_right(self.block_starts, start)
+        if at > 0 and self.block_end[self.block_starts[at - 1]] > start:
+            self.fail(f"block [{start}, {end}) overlaps a live block")
+        if at < len(self.block_starts) and self.block_starts[at] < end:
+            self.fail(f"block [{start}, {end}) overlaps a live block")
+        self.block_starts.insert(at, start)
+        self.block_end[start] = end
+        self.block_live[start] = 0
+        self.block_bytes += end - start
+        self.note_committed()
+
+    def block_of(self, offset, end):
+        at = bisect.bisect_right(self.block_starts, offset) - 1
+        if at >= 0:
+            start = self.block_starts[at]
+            if end <= self.block_end[start]:
+                return start
+        return None
+
+    def on_map(self, offset, size):
+        self.settle_map()
+        if size == 0:
+            self.fail("empty map")
+        self.ops += 1
+        # Block ranges need not be page multiples; a virtual-heap mapping is, and gets `pages` lines.
+        if offset % self.page or size % self.page:
+            self.add_block(offset, offset + size)
+            return
+        for page in range(offset, offset + size, self.page):
+            if page in self.shows or self.block_of(page, page + 1) is not None:
+                self.fail(f"page {page} mapped twice")
+            self.shows[page] = None
+            self.unassigned.add(page)
+
+    def on_pages(self, first, offset, count):
+        for index in range(count):
+            page = offset + index * self.page
+            if page not in self.unassigned:
+                self.fail(f"pages line for page {page}, which the map before did not map")
+            self.unassigned.remove(page)
+            physical = first + index
+            self.shows[page] = physical
+            self.mappings[physical] = self.mappings.get(physical, 0) + 1
+        self.note_committed()
+
+    def on_unmap(self, offset, size):
+        self.settle_map()
+        self.ops += 1
+        if offset in self.block_end and self.block_end[offset] == offset + size:
+            if self.block_live[offset]:
+                self.fail(f"block [{offset}, {offset + size}) destroyed while it holds allocations")
+            self.block_starts.remove(offset)
+            del self.block_end[offset]
+            del self.block_live[offset]
+            self.block_bytes -= size
+            return
+        if offset % self.page or size % self.page:
+            self.fail(f"unmap of [{offset}, {offset + size}), neither a block nor whole pages")
+        for page in range(offset, offset + size, self.page):
+            if page not in self.shows:
+                self.fail(f"page {page} unmapped while not mapped")
+            physical = self.shows.pop(page)
+            user = self.users.get(physical)
+            if user is not None and user[0] == page:
+                self.fail(f"page {page} unmapped under a live allocation")
+            self.mappings[physical] -= 1
+            if self.mappings[physical] == 0:
+                del self.mappings[physical]
+
+    def pages_of(self, offset, end):
+        return range(offset - offset % self.page, end, self.page)
+
+    def on_alloc(self, ident, offset, size):
+        self.settle_map()
+        if ident in self.by_id:
+            self.fail(f"allocation {ident} placed while live")
+        end = offset + max(size, 1)
+        at = bisect.bisect_right(self.starts, offset)
+        if at > 0 and self.live[self.starts[at - 1]][0] > offset:
+            self.fail(f"allocation {ident} overlaps allocation {self.live[self.starts[at - 1]][1]}")
+        if at < len(self.starts) and self.starts[at] < end:
+            self.fail(f"allocation {ident} overlaps allocation {self.live[self.starts[at]][1]}")
+        block = self.block_of(offset, end)
+        if block is not None:
+            self.block_live[block] += 1
+        else:
+            for page in self.pages_of(offset, end):
+                physical = self.shows.get(page)
+                if physical is None:
+                    self.fail(f"allocation {ident} on unmapped page {page}")
+                user = self.users.setdefault(physical, [page, 0])
+                if user[0] != page:
+                    self.fail(
+                        f"allocation {ident} uses physical page {physical} at {page} while {user[0]} uses it"
+                    )
+                user[1] += 1
+        self.starts.insert(at, offset)
+        self.live[offset] = (end, ident, size, block)
+        self.by_id[ident] = offset
+        self.allocations += 1
+        self.live_bytes += size
+        self.peak_live = max(self.peak_live, self.live_bytes)
+
+    def on_free(self, ident):
+        self.settle_map()
+        if ident not in self.by_id:
+            self.fail(f"free of allocation {ident}, which is not live")
+        offset = self.by_id.pop(ident)
+        end, _, size, block = self.live.pop(offset)
+        self.starts.remove(offset)
+        self.live_bytes -= size
+        if block is not None:
+            self.block_live[block] -= 1
+            return
+        for page in self.pages_of(offset, end):
+            physical = self.shows[page]
+            user = self.users[physical]
+            user[1] -= 1
+            if user[1] == 0:
+                del self.users[physical]
+
+    def run(self, rows):
+        header = next(rows, None)
+        if header != ["event", "id", "offset", "size"]:
+            self.fail(f"header {header}, not event,id,offset,size")
+        for row in rows:
+            self.line += 1
+            try:
+                event = row[0]
+                if event == "map":
+                    self.on_map(int(row[2]), int(row[3]))
+                elif event == "pages":
+                    self.on_pages(int(row[1]), int(row[2]), int(row[3]))
+                elif event == "unmap":
+                    self.on_unmap(int(row[2]), int(row[3]))
+                elif event == "alloc":
+                    self.on_alloc(int(row[1]), int(row[2]), int(row[3]))
+                elif event == "free":
+                    self.on_free(int(row[1]))
+                else:
+                    self.fail(f"unknown event {event!r}")
+            except (IndexError, ValueError):
+                self.fail(f"malformed line {row}")
+        self.settle_map()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", help="placement log (CSV) of one trace and one policy")
+    parser.add_argument("--json", help="the replay's --json output for the same run, to compare figures with")
+    parser.add_argument("--page-size", type=int, default=2 << 20, help="virtual-heap page size (default 2 MiB)")
+    args = parser.parse_args()
+    checker = Checker(args.page_size)
+    try:
+        with open(args.log, newline="") as file:
+            checker.run(csv.reader(file))
+        figures = {
+            "allocations": checker.allocations,
+            "driver_ops": checker.ops,
+            "peak_committed_bytes": checker.peak_committed,
+            "peak_live_bytes": checker.peak_live,
+        }
+        if args.json:
+            with open(args.json) as file:
+                rows = json.load(file)["traces"]
+            if len(rows) != 1:
+                raise Violation(f"{args.json} has {len(rows)} rows; a placement log is of one trace and policy")
+            for key, value in figures.items():
+                if rows[0][key] != value:
+                    raise Violation(f"{key}: {value} recounted from the log, {rows[0][key]} in {args.json}")
+    except Violation as violation:
+        print(f"{args.log}: {violation}", file=sys.stderr)
+        return 1
+    print(
+        f"{args.log}: checks out: {checker.allocations} allocations, peak live {checker.peak_live} bytes, "
+        f"peak committed {checker.peak_committed} bytes, {checker.ops} driver operations"
+        + (f" (as {args.json} says)" if args.json else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Tests of check_placements.py on small hand-made logs: what it accepts, and each rule it enforces.
+
+    python3 -m unittest discover -s scripts -p 'test_*.py'
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_placements.py")
+PAGE = 2 << 20
+
+
+def run(lines, figures=None):
+    """Runs the checker on a log of `lines` (after the header), with a one-row JSON of `figures` if given."""
+    with tempfile.TemporaryDirectory() as folder:
+        log = os.path.join(folder, "log.csv")
+        with open(log, "w") as file:
+            file.write("\n".join(["event,id,offset,size", *lines]) + "\n")
+        args = [sys.executable, SCRIPT, log]
+        if figures is not None:
+            path = os.path.join(folder, "replay.json")
+            with open(path, "w") as file:
+                json.dump({"traces": [figures]}, file)
+            args += ["--json", path]
+        result = subprocess.run(args, capture_output=True, text=True)
+        return result.returncode, result.stdout + result.stderr
+
+
+# Two pages mapped onto physical pages 0 and 1; two allocations on them; the second page mapped again at a
+# fresh address (physical page 1 shows twice) once the allocation on it is gone, and used there.
+VIRTUAL = [
+    f"map,,0,{2 * PAGE}",
+    "pages,0,0,2",
+    "alloc,1,0,1000",
+    f"alloc,2,{PAGE},{PAGE}",
+    "free,2,,",
+    f"map,,{4 * PAGE},{PAGE}",
+    f"pages,1,{4 * PAGE},1",
+    f"alloc,3,{4 * PAGE},4096",
+    f"unmap,,{PAGE},{PAGE}",
+    "free,1,,",
+    "free,3,,",
+]
+VIRTUAL_FIGURES = {
+    "allocations": 3,
+    "driver_ops": 3,
+    "peak_committed_bytes": 2 * PAGE,
+    "peak_live_bytes": 1000 + PAGE,
+}
+
+
+class CheckPlacements(unittest.TestCase):
+    def assert_fails(self, lines, reason, figures=None):
+        code, output = run(lines, figures)
+        self.assertEqual(code, 1, output)
+        self.assertIn(reason, output)
+
+    def test_a_sound_virtual_heap_log_checks_out_with_its_figures(self):
+        code, output = run(VIRTUAL, VIRTUAL_FIGURES)
+        self.assertEqual(code, 0, output)
+        self.assertIn("3 driver operations", output)
+
+    def test_a_sound_block_log_checks_out_with_its_figures(self):
+        lines = [
+            "map,,0,33554432",
+            "alloc,1,0,100",
+            "alloc,2,512,100",
+            "map,,67108864,4096",
+            "alloc,3,67108864,4096",
+            "free,1,,",
+            "free,2,,",
+            "unmap,,0,33554432",
+            "free,3,,",
+        ]
+        figures = {"allocations": 3, "driver_ops": 3, "peak_committed_bytes": 33558528, "peak_live_bytes": 4296}
+        code, output = run(lines, figures)
+        self.assertEqual(code, 0, output)
+
+    def test_figures_that_differ_from_the_replays_fail(self):
+        for key in VIRTUAL_FIGURES:
+            figures = dict(VIRTUAL_FIGURES, **{key: VIRTUAL_FIGURES[key] + 1})
+            self.assert_fails(VIRTUAL, key, figures)
+
+    def test_overlapping_allocations_fail(self):
+        self.assert_fails([f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,1000", "alloc,2,512,10"], "overlaps")
+
+    def test_an_allocation_on_an_unmapped_page_fails(self):
+        self.assert_fails([f"map,,0,{PAGE}", "pages,0,0,1", f"alloc,1,{PAGE - 8},16"], "unmapped page")
+
+    def test_one_physical_page_used_through_two_addresses_fails(self):
+        lines = [f"map,,0,{PAGE}", "pages,0,0,1", f"map,,{PAGE},{PAGE}", f"pages,0,{PAGE},1", "alloc,1,0,8"]
+        self.assert_fails(lines + [f"alloc,2,{PAGE},8"], "while 0 uses it")
+
+    def test_unmapping_under_a_live_allocation_fails(self):
+        lines = [f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,8", f"unmap,,0,{PAGE}"]
+        self.assert_fails(lines, "under a live allocation")
+
+    def test_mapping_a_page_twice_fails(self):
+        self.assert_fails([f"map,,0,{PAGE}", "pages,0,0,1", f"map,,0,{PAGE}"], "mapped twice")
+
+    def test_destroying_a_block_that_holds_an_allocation_fails(self):
+        self.assert_fails(["map,,0,4096", "alloc,1,0,8", "unmap,,0,4096"], "destroyed while it holds")
+
+    def test_an_allocation_across_a_block_end_fails(self):
+        self.assert_fails(["map,,0,4096", "alloc,1,4000,200"], "unmapped page")
+
+    def test_freeing_what_is_not_live_fails(self):
+        self.assert_fails([f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,8", "free,1,,", "free,1,,"], "not live")
+
+    def test_a_pages_line_without_its_map_fails(self):
+        self.assert_fails([f"map,,0,{PAGE}", "pages,0,0,1", f"pages,1,{PAGE},1"], "did not map")
+
+    def test_a_malformed_line_fails_and_an_empty_log_checks_out(self):
+        self.assert_fails(["map,,x,4096"], "malformed")
+        self.assert_fails(["resize,1,0,8"], "unknown event")
+        code, output = run([])
+        self.assertEqual(code, 0, output)
+
+
+if __name__ == "__main__":
+    unittest.main()
