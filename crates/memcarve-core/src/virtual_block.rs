@@ -96,6 +96,7 @@ impl<T> VirtualBlock<T> {
         let tlsf = Tlsf::new(config.capacity, config.min_granularity, config.class_granularity)?;
         let mut user_data = Vec::new();
         if Self::STORES_USER_DATA {
+            user_data.reserve(crate::tlsf::FIRST_SLOTS);
             user_data.resize_with(tlsf.slot_count(), || None);
         }
         Ok(VirtualBlock { tlsf, owner: next_owner_tag(), user_data })

@@ -275,6 +275,12 @@ const AHEAD_ALIASES_PER_PAGE: u64 = 4;
 /// can use (see [`VirtualHeap::unmap_stale`]): a bound on what it asks of the device's page tables.
 const MAPPINGS_PER_PAGE: u64 = 8;
 
+/// Pages a heap has room for from the start, in its per-page vectors (1 KiB each) and in its lists of physical
+/// pages and of a mapping's ids: a small heap's first mappings then grow nothing (tiny_expandable_segments,
+/// cold, replayed about 1.5 times as fast as with the per-page vectors from 1,024; 1.2 times as fast again with
+/// the lists presized too, docs/BENCHMARKS.md).
+const FIRST_PAGES: usize = 256;
+
 /// Watches a heap's allocations and frees for a growing replacement series (see
 /// [`VirtualHeapConfig::with_growing_series`]) and remembers its live members. O(1) per operation, and O(members)
 /// per free of half a page or more.
@@ -792,7 +798,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             next_alias: Vec::new(),
             mapped_end: 0,
             page_count: pages,
-            phys: PhysicalPages::default(),
+            phys: PhysicalPages {
+                ids: Vec::with_capacity(FIRST_PAGES),
+                free_queue: Vec::with_capacity(FIRST_PAGES),
+                ..PhysicalPages::default()
+            },
             release: Arc::clone(&config.release),
             stats: VirtualHeapStats::default(),
             events: None,
@@ -801,8 +811,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             series: config.growing_series.then(GrowthSeries::default),
             stale_check_at: 0,
             keeps_within_peak: config.release.keeps_free_pages_within_peak(),
-            needs: Vec::new(),
-            map_ids: Vec::new(),
+            needs: Vec::with_capacity(FIRST_PAGES),
+            map_ids: Vec::with_capacity(FIRST_PAGES),
         })
     }
 
@@ -874,13 +884,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Grows the per-page vectors to cover pages below `end` (at least doubling, so growth is amortized O(1)),
-    /// from 256 pages (1 KiB a vector): a small heap touches little fresh memory (tiny_expandable_segments, cold,
-    /// replayed about 1.5 times as fast as from 1,024).
+    /// from [`FIRST_PAGES`].
     fn cover_pages(&mut self, end: usize) {
         if end <= self.mapped.len() {
             return;
         }
-        let len = end.max(self.mapped.len() * 2).max(256).min(self.page_count);
+        let len = end.max(self.mapped.len() * 2).max(FIRST_PAGES).min(self.page_count);
         self.mapped.resize(len, 0);
         self.page_users.resize(len, 0);
         self.next_alias.resize(len, 0);

@@ -830,6 +830,10 @@ struct PageTable {
 }
 
 impl PageTable {
+    /// Pages the table's vectors cover at least once they are used (1 KiB each): a small heap's first
+    /// mappings do not grow them one after another.
+    const FIRST_PAGES: usize = 256;
+
     fn new(pages: usize) -> PageTable {
         PageTable { pages, mapped: Vec::new(), mappings: Vec::new(), alive: 0, seen: Vec::new(), stamp: 0 }
     }
@@ -837,14 +841,14 @@ impl PageTable {
     /// Grows `mapped` to cover address pages below `end` (at most the reservation's).
     fn cover(&mut self, end: usize) {
         if end > self.mapped.len() {
-            self.mapped.resize(end.max(self.mapped.len() * 2).min(self.pages), 0);
+            self.mapped.resize(end.max(self.mapped.len() * 2).max(Self::FIRST_PAGES).min(self.pages), 0);
         }
     }
 
     /// Grows `mappings` (and `seen`) to cover ids below `end`.
     fn cover_ids(&mut self, end: usize) {
         if end > self.mappings.len() {
-            let len = end.max(self.mappings.len() * 2).min(self.pages);
+            let len = end.max(self.mappings.len() * 2).max(Self::FIRST_PAGES).min(self.pages);
             self.mappings.resize(len, 0);
             self.seen.resize(len, 0);
         }
