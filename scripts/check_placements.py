@@ -228,6 +228,7 @@ def main():
     parser.add_argument("--page-size", type=int, default=2 << 20, help="virtual-heap page size (default 2 MiB)")
     args = parser.parse_args()
     checker = Checker(args.page_size)
+    row = None
     try:
         with open(args.log, newline="") as file:
             checker.run(csv.reader(file))
@@ -242,16 +243,17 @@ def main():
                 rows = json.load(file)["traces"]
             if len(rows) != 1:
                 raise Violation(f"{args.json} has {len(rows)} rows; a placement log is of one trace and policy")
+            row = rows[0]
             for key, value in figures.items():
-                if rows[0][key] != value:
-                    raise Violation(f"{key}: {value} recounted from the log, {rows[0][key]} in {args.json}")
+                if row[key] != value:
+                    raise Violation(f"{key}: {value} recounted from the log, {row[key]} in {args.json}")
     except Violation as violation:
         print(f"{args.log}: {violation}", file=sys.stderr)
         return 1
     print(
         f"{args.log}: checks out: {checker.allocations} allocations, peak live {checker.peak_live} bytes, "
         f"peak committed {checker.peak_committed} bytes, {checker.ops} driver operations"
-        + (f" (as {args.json} says)" if args.json else "")
+        + (f" (as {args.json} says of {row.get('name')}, {row.get('policy')})" if row else "")
     )
     return 0
 

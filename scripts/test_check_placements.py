@@ -24,7 +24,7 @@ def run(lines, figures=None):
         if figures is not None:
             path = os.path.join(folder, "replay.json")
             with open(path, "w") as file:
-                json.dump({"traces": [figures]}, file)
+                json.dump({"traces": [dict(figures, name="test.pickle", policy="vmm")]}, file)
             args += ["--json", path]
         result = subprocess.run(args, capture_output=True, text=True)
         return result.returncode, result.stdout + result.stderr
@@ -62,7 +62,8 @@ class CheckPlacements(unittest.TestCase):
     def test_a_sound_virtual_heap_log_checks_out_with_its_figures(self):
         code, output = run(VIRTUAL, VIRTUAL_FIGURES)
         self.assertEqual(code, 0, output)
-        self.assertIn("3 driver operations", output)
+        self.assertIn("3 driver operations (as", output)
+        self.assertIn("of test.pickle, vmm", output)
 
     def test_a_sound_block_log_checks_out_with_its_figures(self):
         lines = [
