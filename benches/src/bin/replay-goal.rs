@@ -1,0 +1,188 @@
+//! Issue 7's goal, measured: for each trace, the default policy's peak committed bytes against the peak live
+//! bytes (at most 1.05 ×), its driver operations against PyTorch's segment operations in the same snapshot (at
+//! most 1.5 ×, rounded down) and its replay throughput (at least 5 M operations per second).
+//!
+//! `cargo run --release -p memcarve-benches --bin replay-goal [-- [--runs N] [--repeat N] [--policy NAME] TRACE...]`
+//!
+//! Without traces it takes `traces/*.pickle*` and, where it exists, `../shared/traces/gpt2_generate.pickle.gz`.
+//! Every trace is decoded once, before anything is timed; then `--runs` passes (default 3) go over all the traces
+//! one after another, each replaying every trace `--repeat` times (default 5) on fresh allocators and taking the
+//! median replay time, so that a slow moment of the machine falls on one pass rather than on one trace. A trace's
+//! throughput is the median of its passes. The overheads and operations are the same in every replay (checked).
+//! Prints one markdown row per trace; the last line is `goal met on N of M traces`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use memcarve_trace::model::{Event, PyTorchFigures};
+use memcarve_trace::replay::{Policy, ReplayResult, Replayer, policy};
+
+/// A trace decoded once, with what each pass measured.
+struct Loaded {
+    name: String,
+    events: Vec<Event>,
+    pytorch: Option<PyTorchFigures>,
+    /// The first replay's result, to compare every later one with.
+    first: Option<ReplayResult>,
+    /// Per pass: the median replay time.
+    times: Vec<Duration>,
+}
+
+struct Options {
+    runs: usize,
+    repeat: usize,
+    policy: Policy,
+    traces: Vec<PathBuf>,
+}
+
+fn usage(message: &str) -> String {
+    format!("{message}\nusage: replay-goal [--runs N] [--repeat N] [--policy NAME] [TRACE...]")
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
+    let mut options =
+        Options { runs: 3, repeat: 5, policy: policy("vmm").ok_or("no default policy")?, traces: vec![] };
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| args.next().ok_or_else(|| usage(&format!("{flag} needs a value")));
+        match arg.as_str() {
+            "--runs" | "--repeat" => {
+                let count: usize =
+                    value(&arg)?.parse().map_err(|_| usage(&format!("{arg} needs a number")))?;
+                if count == 0 {
+                    return Err(usage(&format!("{arg} must be at least 1")));
+                }
+                if arg == "--runs" {
+                    options.runs = count;
+                } else {
+                    options.repeat = count;
+                }
+            }
+            "--policy" => {
+                let name = value(&arg)?;
+                options.policy = policy(&name).ok_or_else(|| usage(&format!("unknown policy {name}")))?;
+            }
+            flag if flag.starts_with("--") => return Err(usage(&format!("unknown option {flag}"))),
+            _ => options.traces.push(PathBuf::from(arg)),
+        }
+    }
+    if options.traces.is_empty() {
+        options.traces = default_traces().map_err(|error| format!("listing the shipped traces: {error}"))?;
+    }
+    Ok(options)
+}
+
+/// The shipped traces, and gpt2_generate from the shared folder where it is.
+fn default_traces() -> std::io::Result<Vec<PathBuf>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(root.join("traces"))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().contains(".pickle")))
+        .collect();
+    traces.sort();
+    let shared = root.join("../shared/traces/gpt2_generate.pickle.gz");
+    if shared.exists() {
+        traces.push(shared);
+    }
+    Ok(traces)
+}
+
+fn load(path: &Path) -> Result<Loaded, String> {
+    let mut trace = memcarve_trace::open(path).map_err(|error| error.to_string())?;
+    let events = trace.by_ref().collect::<Result<Vec<Event>, _>>().map_err(|error| error.to_string())?;
+    let name =
+        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = name.trim_end_matches(".gz").trim_end_matches(".pickle").to_string();
+    Ok(Loaded { name, events, pytorch: trace.summary().pytorch, first: None, times: vec![] })
+}
+
+/// Replays `trace` `repeat` times on fresh allocators; the median replay time.
+fn pass(trace: &mut Loaded, policy: &Policy, repeat: usize) -> Result<Duration, String> {
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let mut replayer = Replayer::new(policy).map_err(|error| error.to_string())?;
+        replayer.replay(&trace.events);
+        let result = replayer.finish(trace.pytorch);
+        let figures =
+            |r: &ReplayResult| (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.failures);
+        match &trace.first {
+            Some(first) if figures(first) != figures(&result) => {
+                return Err(format!(
+                    "{}: a replay came out differently: {result:?} after {first:?}",
+                    trace.name
+                ));
+            }
+            Some(_) => {}
+            None => trace.first = Some(result.clone()),
+        }
+        times.push(result.replay_time);
+    }
+    times.sort_unstable();
+    Ok(times[times.len() / 2])
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let mut traces = options.traces.iter().map(|path| load(path)).collect::<Result<Vec<Loaded>, String>>()?;
+    for _ in 0..options.runs {
+        for trace in &mut traces {
+            let time = pass(trace, &options.policy, options.repeat)?;
+            trace.times.push(time);
+        }
+    }
+    println!(
+        "policy {}, {} passes of {} replays each (issue 7's goal: overhead <= 1.05, driver operations <= 1.5 x \
+         PyTorch's segment operations, >= 5 M operations per second)",
+        options.policy.name, options.runs, options.repeat
+    );
+    println!("| trace | overhead | driver ops (limit) | Mops/s (each pass) | goal |");
+    println!("| --- | --- | --- | --- | --- |");
+    let mut met = 0;
+    for trace in &traces {
+        let first = trace.first.as_ref().ok_or("no replay")?;
+        let ops = (first.allocations + first.frees) as f64;
+        let mut speeds: Vec<f64> = trace.times.iter().map(|time| ops / time.as_secs_f64() / 1e6).collect();
+        let shown = speeds.iter().map(|speed| format!("{speed:.2}")).collect::<Vec<_>>().join(" / ");
+        let speed = median(&mut speeds);
+        let limit = first.pytorch.map(|pytorch| pytorch.segment_ops * 3 / 2);
+        let mut missed = Vec::new();
+        if first.overhead() > 1.05 {
+            missed.push("overhead");
+        }
+        if limit.is_none_or(|limit| first.driver_ops > limit) {
+            missed.push("operations");
+        }
+        if speed < 5.0 {
+            missed.push("throughput");
+        }
+        let goal = if missed.is_empty() {
+            met += 1;
+            "met".to_string()
+        } else {
+            format!("**not met** ({})", missed.join(", "))
+        };
+        let limit = limit.map_or_else(|| "no PyTorch figures".to_string(), |limit| limit.to_string());
+        println!(
+            "| {} | {:.3} | {} ({limit}) | {speed:.1} ({shown}) | {goal} |",
+            trace.name,
+            first.overhead(),
+            first.driver_ops
+        );
+    }
+    println!("goal met on {met} of {} traces", traces.len());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match parse(std::env::args().skip(1)).and_then(|options| run(&options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("replay-goal: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
