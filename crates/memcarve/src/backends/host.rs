@@ -635,11 +635,15 @@ unsafe impl VirtualMemory for HostDevice {
             }
             table.cover_ids(highest as usize + 1);
         }
-        let new = table
-            .count_new(pages)
-            .map_err(|id| DeviceError::Other(format!("physical page {id} is named twice")))?
-            * granularity;
-        self.ledger().admit(Operation::Commit, reservation.heap_index, heap_size, new)?;
+        // The books first, in one pass (which also finds an id named twice); undone if anything after fails.
+        let born = table
+            .link(first, pages)
+            .map_err(|id| DeviceError::Other(format!("physical page {id} is named twice")))?;
+        let new = born * granularity;
+        if let Err(error) = self.ledger().admit(Operation::Commit, reservation.heap_index, heap_size, new) {
+            table.unlink(first, pages);
+            return Err(error);
+        }
         if let Some(mapping) = &reservation.mapping {
             // One shared mapping per run of consecutive ids.
             let mut start = 0;
@@ -651,12 +655,13 @@ unsafe impl VirtualMemory for HostDevice {
                 let run_offset = offset + start as u64 * granularity;
                 let run_size = (end - start) as u64 * granularity;
                 // SAFETY: the run lies inside the reservation's mapping, is aligned to the granularity (a
-                // multiple of the host page size), and is unmapped (checked above, under the lock); the file
+                // multiple of the host page size), and was unmapped (checked above, under the lock); the file
                 // bytes are those of its physical pages, inside the file (ids below the page count).
                 let mapped =
                     unsafe { os::map(mapping, run_offset, run_size, u64::from(pages[start]) * granularity) };
                 if let Err(error) = mapped {
-                    // Undo the runs mapped so far; pages created by them were never used.
+                    // Undo the books and the runs mapped so far; pages created by them were never used.
+                    table.unlink(first, pages);
                     // SAFETY: `[offset, run_offset)` was mapped just above and nothing has used it yet.
                     let _ = unsafe { os::unmap(mapping, offset, run_offset - offset) };
                     for &id in &pages[..start] {
@@ -671,16 +676,6 @@ unsafe impl VirtualMemory for HostDevice {
                 start = end;
             }
         }
-        let table = &mut *table;
-        // The count of pages born is kept in a local: a store to the table's per page chained the pages.
-        let mut born = 0;
-        for (slot, &id) in table.mapped[first..last].iter_mut().zip(pages) {
-            *slot = id + 1;
-            let mappings = &mut table.mappings[id as usize];
-            born += u64::from(*mappings == 0);
-            *mappings += 1;
-        }
-        table.alive += born;
         Ok(())
     }
 
@@ -854,22 +849,41 @@ impl PageTable {
         }
     }
 
-    /// How many of `pages` (all covered) are mapped nowhere yet, or an id named twice: one pass with a fresh
-    /// stamp.
-    fn count_new(&mut self, pages: &[u32]) -> Result<u64, u32> {
+    /// Maps address pages from `first` on to `pages` in the books (all covered and unmapped): each address page
+    /// shows its physical page, each physical page counts a mapping more, and `alive` the pages mapped nowhere
+    /// before, whose count it returns. One pass, with a fresh stamp to find an id named twice: then nothing is
+    /// changed, and that id is the error.
+    fn link(&mut self, first: usize, pages: &[u32]) -> Result<u64, u32> {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             self.seen.fill(0);
             self.stamp = 1;
         }
-        let mut new = 0;
-        for &id in pages {
+        // The count is kept in a local: a store to the table's per page chained the pages.
+        let mut born = 0;
+        for (index, (slot, &id)) in self.mapped[first..].iter_mut().zip(pages).enumerate() {
             if core::mem::replace(&mut self.seen[id as usize], self.stamp) == self.stamp {
+                self.alive += born;
+                self.unlink(first, &pages[..index]);
                 return Err(id);
             }
-            new += u64::from(self.mappings[id as usize] == 0);
+            *slot = id + 1;
+            let mappings = &mut self.mappings[id as usize];
+            born += u64::from(*mappings == 0);
+            *mappings += 1;
         }
-        Ok(new)
+        self.alive += born;
+        Ok(born)
+    }
+
+    /// Undoes [`PageTable::link`] of `pages` from `first` on.
+    fn unlink(&mut self, first: usize, pages: &[u32]) {
+        for (slot, &id) in self.mapped[first..].iter_mut().zip(pages) {
+            *slot = 0;
+            let mappings = &mut self.mappings[id as usize];
+            *mappings -= 1;
+            self.alive -= u64::from(*mappings == 0);
+        }
     }
 }
 
@@ -1922,21 +1936,25 @@ mod tests {
                 if let Some(base) = device.host_address(&reservation) {
                     assert_eq!(*base.as_ptr().add(2 * G2 as usize + 9), 0);
                 }
-                // Ids out of range or named twice are errors and change nothing.
-                for pages in [&[1, 1][..], &[8], &[u32::MAX]] {
+                // Ids out of range or named twice are errors and change nothing (a repeat found after other
+                // pages were booked undoes them): the pages stay unmapped, and the ids free.
+                for pages in [&[1, 1][..], &[2, 3, 2], &[8], &[u32::MAX]] {
                     assert!(matches!(
                         device.map_pages(&reservation, 6 * G2, pages),
                         Err(DeviceError::Other(_))
                     ));
                 }
                 assert_eq!(reservation.committed_bytes(), 2 * G2);
+                device.map_pages(&reservation, 6 * G2, &[2, 3]).unwrap();
+                assert_eq!((reservation.committed_bytes(), usage(&device)), (4 * G2, vec![4 * G2]));
+                device.unmap_pages(&reservation, 6 * G2, 2 * G2);
                 device.unmap_pages(&reservation, 0, G2);
                 device.unmap_pages(&reservation, 2 * G2, G2);
                 device.release(reservation);
             }
             assert_eq!(usage(&device), vec![0]);
             let counters = device.counters();
-            assert_eq!((counters.commits, counters.decommits, counters.committed_bytes), (3, 4, 0));
+            assert_eq!((counters.commits, counters.decommits, counters.committed_bytes), (4, 5, 0));
         }
     }
 
