@@ -939,20 +939,29 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         };
         if !found_ready {
             let (first, last) = self.pages(allocation.offset, self.span(range));
+            let mut taken = false;
             if self.unready(first, last) {
                 if !may_commit {
                     let _ = self.ranges.free(allocation.handle);
                     return Ok(None);
                 }
-                if let Err(error) = self.make_ready(vm, first, last, size, series_range.is_some()) {
-                    // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages for
-                    // the release policy.
-                    let _ = self.ranges.free(allocation.handle);
-                    self.release(vm);
-                    return Err(error);
+                match self.make_ready(vm, first, last, size, series_range.is_some()) {
+                    Ok(made) => taken = made,
+                    Err(error) => {
+                        // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages
+                        // for the release policy.
+                        let _ = self.ranges.free(allocation.handle);
+                        self.release(vm);
+                        return Err(error);
+                    }
                 }
             }
-            self.phys.take_range(&self.mapped[first..=last], &mut self.page_users[first..=last], first);
+            if taken {
+                // Their physical pages are theirs already: only the users are counted.
+                self.page_users[first..=last].iter_mut().for_each(|users| *users += 1);
+            } else {
+                self.phys.take_range(&self.mapped[first..=last], &mut self.page_users[first..=last], first);
+            }
         }
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
@@ -1212,7 +1221,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// order) and new ones. The last run also maps the unmapped pages after the request onto the
     /// remaining free physical pages, and onto new ones as far as the release policy's commit-ahead allows, so
     /// that the next requests find ready pages there, and for a member of a growing series (`member`) the
-    /// physical pages of the live members after those.
+    /// physical pages of the live members after those. Returns whether the pages of `[first, last]` are the
+    /// request's now (their physical pages' user set), as they are once anything was mapped; false when every
+    /// page was ready as it was and none was taken.
     fn make_ready(
         &mut self,
         vm: &V,
@@ -1220,7 +1231,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         last: usize,
         size: u64,
         member: bool,
-    ) -> Result<(), DeviceError> {
+    ) -> Result<bool, DeviceError> {
         // Pages at or above the mapped end are unmapped: only those below it are looked at.
         let looked = self.mapped_end.clamp(first, last + 1);
         let epoch = self.phys.next_epoch();
@@ -1230,7 +1241,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let need = |page: usize| if page < looked { needs[looked - 1 - page] } else { PageNeed::Unmapped };
         if looked > last && (first..=last).all(|page| need(page) == PageNeed::Ready) {
             self.needs = needs;
-            return Ok(());
+            return Ok(false);
         }
         let mut page = first;
         while page < looked {
@@ -1270,7 +1281,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
         }
         self.needs = needs;
-        result
+        result.map(|()| true)
     }
 
     /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` (Some) also maps the unmapped
