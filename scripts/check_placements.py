@@ -42,7 +42,7 @@ class Checker:
         self.block_starts = []
         self.block_end = {}
         self.block_live = {}
-        # Live allocations: sorted starts, start -> (end, id), id -> start.
+        # Live allocations: sorted starts, start -> (end, id, size, block start or None), id -> start.
         self.starts = []
         self.live = {}
         self.by_id = {}

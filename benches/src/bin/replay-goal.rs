@@ -103,10 +103,8 @@ fn pass(trace: &mut Loaded, policy: &Policy, repeat: usize) -> Result<Duration, 
         let mut replayer = Replayer::new(policy).map_err(|error| error.to_string())?;
         replayer.replay(&trace.events);
         let result = replayer.finish(trace.pytorch);
-        let figures =
-            |r: &ReplayResult| (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.failures);
         match &trace.first {
-            Some(first) if figures(first) != figures(&result) => {
+            Some(first) if !first.same_outcome(&result) => {
                 return Err(format!(
                     "{}: a replay came out differently: {result:?} after {first:?}",
                     trace.name

@@ -110,6 +110,14 @@ impl ReplayResult {
         }
     }
 
+    /// Whether `other`, a replay of the same trace under the same policy, came out the same: the same
+    /// allocations, frees, failures, peak committed bytes and driver operations (its time may differ).
+    pub fn same_outcome(&self, other: &ReplayResult) -> bool {
+        let figures =
+            |r: &ReplayResult| (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.failures);
+        figures(self) == figures(other)
+    }
+
     /// (Allocations + frees) per second of replay.
     pub fn ops_per_sec(&self) -> f64 {
         let seconds = self.replay_time.as_secs_f64();
@@ -559,6 +567,24 @@ mod tests {
         let placements = placements.borrow().clone();
         let samples = samples.borrow().clone();
         (result, placements, samples)
+    }
+
+    #[test]
+    fn replays_of_the_same_events_have_the_same_outcome_and_others_do_not() {
+        let policy = &policies()[0];
+        let replay = |events: &[Event]| {
+            let mut replayer = Replayer::new(policy).unwrap();
+            replayer.replay(events);
+            replayer.finish(None)
+        };
+        let events = events();
+        let (first, again) = (replay(&events), replay(&events));
+        assert!(first.same_outcome(&again) && again.same_outcome(&first));
+        let fewer = replay(&events[..events.len() / 2]);
+        assert!(!first.same_outcome(&fewer));
+        let mut failed = again.clone();
+        failed.failures += 1;
+        assert!(!first.same_outcome(&failed));
     }
 
     #[test]

@@ -259,9 +259,7 @@ fn replay_repeated(
         let mut replayer = Replayer::new(policy)?;
         replayer.replay(&events);
         let again = replayer.finish(first.pytorch);
-        let figures =
-            |r: &ReplayResult| (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.failures);
-        if figures(&again) != figures(&first) {
+        if !first.same_outcome(&again) {
             bail!("a repeated replay came out differently: {again:?} after {first:?}");
         }
         times.push(again.replay_time);
