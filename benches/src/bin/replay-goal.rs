@@ -184,3 +184,36 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Result<Options, String> {
+        parse(args.iter().map(|arg| arg.to_string()))
+    }
+
+    #[test]
+    fn options_are_read_and_bad_ones_are_errors_naming_them() {
+        let options = parsed(&["--runs", "2", "--repeat", "7", "--policy", "blocks", "a.pickle"]);
+        let options = options.unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!((options.runs, options.repeat, options.policy.name), (2, 7, "blocks"));
+        assert_eq!(options.traces, vec![PathBuf::from("a.pickle")]);
+        for (args, named) in [
+            (&["--runs", "0"][..], "--runs must be at least 1"),
+            (&["--repeat", "x"], "--repeat needs a number"),
+            (&["--runs"], "--runs needs a value"),
+            (&["--policy", "nope"], "unknown policy nope"),
+            (&["--fast"], "unknown option --fast"),
+        ] {
+            let error = parsed(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(error.starts_with(named), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_missing_trace_is_an_error_naming_it() {
+        let error = load(Path::new("no/such/trace.pickle")).err().unwrap_or_else(|| panic!("loaded"));
+        assert!(error.contains("no/such/trace.pickle"), "{error}");
+    }
+}
