@@ -56,15 +56,14 @@ pub fn policies() -> Vec<Policy> {
         },
         Policy {
             name: "blocks",
-            description: "block mode (as Vulkan uses it): blocks of 32 MiB growing to 256 MiB, fullest block \
-                          first, dedicated blocks from 128 MiB; empty blocks and freed dedicated blocks kept \
-                          while committed memory stays within its peak so far",
+            description: "block mode (as Vulkan uses it): new blocks an eighth of the pool's committed bytes \
+                          (32 to 256 MiB; larger requests a block of their size, in the pool), fullest block \
+                          first; empty blocks kept while committed memory stays within its peak so far",
             config: AllocatorConfig::default(),
         },
         Policy {
             name: "blocks-eager",
-            description: "block mode giving blocks back at once: one empty block cached per pool, dedicated \
-                          blocks destroyed when freed",
+            description: "block mode giving blocks back at once: one empty block cached per pool",
             config: AllocatorConfig::default().with_keep_blocks_within_peak(false),
         },
     ]

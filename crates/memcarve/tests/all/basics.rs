@@ -119,19 +119,62 @@ fn dedicated_blocks_for_large_or_required_requests() {
 }
 
 #[test]
-fn blocks_grow_and_oversized_requests_get_their_own_block() {
+fn blocks_grow_with_their_pool_and_oversized_requests_get_their_own_block() {
+    const MIB: u64 = 1 << 20;
     let device = simulated(MemoryProfile::discrete());
-    let sizes = AllocationSizes::new(4 << 20, 16 << 20, 4 << 20, 16 << 20);
+    let sizes = AllocationSizes::new(4 * MIB, 16 * MIB, 4 * MIB, 16 * MIB);
     let allocator = allocator(&device, AllocatorConfig::default().with_sizes(sizes));
-    let desc = AllocationDesc::new("x", 3 << 20, MemoryLocation::GpuOnly);
-    let live: Vec<_> = (0..8).map(|_| allocator.allocate(&desc).unwrap()).collect();
-    // 4 MiB holds one, then 8 MiB two, then 16 MiB five: three blocks for eight.
-    assert_eq!(allocator.block_count(), 3);
-    let oversized = allocator.allocate(&AllocationDesc::new("y", 40 << 20, MemoryLocation::GpuOnly)).unwrap();
-    assert!(!oversized.is_dedicated(), "40 MiB is below the dedicated threshold: a pooled block of its own");
-    assert_eq!(allocator.block_count(), 4);
+    let desc = AllocationDesc::new("x", 3 * MIB, MemoryLocation::GpuOnly);
+    let mut live: Vec<_> = (0..64).map(|_| allocator.allocate(&desc).unwrap()).collect();
+    // Each new block is an eighth of what the pool has committed before it (rounded up to 1 MiB), from the
+    // initial size up to the largest: 4 MiB blocks while the pool is small, then larger ones, then 16 MiB.
+    let blocks: Vec<u64> = allocator.block_reports().iter().map(|block| block.size).collect();
+    let mut committed = 0;
+    for &size in &blocks {
+        let share = (committed / memcarve::BLOCK_SHARE).next_multiple_of(MIB);
+        assert_eq!(size, share.clamp(4 * MIB, 16 * MIB), "block after {committed} bytes: {blocks:?}");
+        committed += size;
+    }
+    assert_eq!(blocks.first(), Some(&(4 * MIB)));
+    assert_eq!(blocks.last(), Some(&(16 * MIB)), "{blocks:?}");
+    assert!(blocks.iter().any(|&size| size > 4 * MIB && size < 16 * MIB), "{blocks:?}");
+    // Larger than the next block: a block sized for it alone, in the pool (no dedicated threshold by default),
+    // however large.
+    for size in [40 * MIB, 300 * MIB] {
+        let before = allocator.block_count();
+        let oversized = allocator.allocate(&AllocationDesc::new("y", size, MemoryLocation::GpuOnly)).unwrap();
+        assert!(!oversized.is_dedicated(), "{size} bytes: a pooled block of its own");
+        assert_eq!(allocator.block_count(), before + 1);
+        live.push(oversized);
+    }
     allocator.check().unwrap();
-    for allocation in live.into_iter().chain([oversized]) {
+    for allocation in live {
+        allocator.free(allocation).unwrap();
+    }
+    allocator.check().unwrap();
+}
+
+#[test]
+fn a_freed_oversized_block_serves_smaller_requests() {
+    // Its block stays in the pool (kept within the peak), and requests of other sizes are carved from it
+    // instead of getting blocks of their own: no driver call.
+    const MIB: u64 = 1 << 20;
+    let device = simulated(MemoryProfile::discrete());
+    let allocator = allocator(&device, AllocatorConfig::default());
+    let large =
+        allocator.allocate(&AllocationDesc::new("large", 300 * MIB, MemoryLocation::GpuOnly)).unwrap();
+    let key = large.block_key();
+    allocator.free(large).unwrap();
+    let blocks = allocator.block_count();
+    let smaller: Vec<_> = [200 * MIB, 60 * MIB, 20 * MIB]
+        .into_iter()
+        .map(|size| {
+            allocator.allocate(&AllocationDesc::new("smaller", size, MemoryLocation::GpuOnly)).unwrap()
+        })
+        .collect();
+    assert!(smaller.iter().all(|allocation| allocation.block_key() == key));
+    assert_eq!(allocator.block_count(), blocks);
+    for allocation in smaller {
         allocator.free(allocation).unwrap();
     }
     allocator.check().unwrap();
@@ -289,14 +332,14 @@ fn kept_blocks_give_way_to_the_budget() {
     let filler = AllocationOptions::new(Usage::GpuOnly).with_budget(BudgetPolicy::Ignore);
     let mut fillers = Vec::new();
     while !device.heap_budgets_over() {
-        fillers.push(allocator.allocate(&AllocationDesc::new("fill", 4000 << 20, filler)).unwrap());
+        fillers.push(allocator.allocate(&AllocationDesc::new("fill", 2000 << 20, filler)).unwrap());
     }
     for a in fillers {
         allocator.free(a).unwrap();
     }
     assert!(device.heap_budgets_over(), "the freed blocks are kept, and count against the budget");
-    // No preference but device-local; 300 MiB: no kept block is within a sixteenth of it, so it needs a new one.
-    let request = AllocationDesc::new("next", 300 << 20, AllocationOptions::new(Usage::Automatic));
+    // No preference but device-local; 3000 MiB: no kept block holds it, so it needs a new one.
+    let request = AllocationDesc::new("next", 3000 << 20, AllocationOptions::new(Usage::Automatic));
     let allocation = allocator.allocate(&request).unwrap();
     let device_local = allocator.memory_properties().types[allocation.memory_type() as usize]
         .flags
