@@ -115,7 +115,7 @@ fn report_with_blocks_maps_every_block() {
     let figures = figures(&page);
     assert_eq!(figures["policy"], "blocks");
     assert_map_matches_replay(&figures, &replay_row(&path, "blocks", &dir));
-    // Blocks of 32 MiB and more: several of them, each its own committed range.
+    // Blocks of 32 MiB growing to 256 MiB: several of them, each its own committed range.
     assert!(figures["map"]["mapped_ranges"].as_u64().unwrap() > 4, "{figures}");
 }
 

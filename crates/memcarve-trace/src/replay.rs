@@ -56,9 +56,9 @@ pub fn policies() -> Vec<Policy> {
         },
         Policy {
             name: "blocks",
-            description: "block mode (as Vulkan uses it): new blocks an eighth of the pool's committed bytes \
-                          (32 to 256 MiB; larger requests a block of their size, in the pool), fullest block \
-                          first; empty blocks kept while committed memory stays within its peak so far",
+            description: "block mode (as Vulkan uses it): blocks of 32 MiB growing to 256 MiB (a larger \
+                          request gets a block of its size, in the pool), fullest block first; empty blocks kept \
+                          while committed memory stays within its peak so far",
             config: AllocatorConfig::default(),
         },
         Policy {

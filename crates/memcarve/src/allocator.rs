@@ -32,15 +32,9 @@ use crate::virtual_heap::{PageEvent, PageRecord, VirtualHeap, VirtualHeapConfig,
 
 const MIB: u64 = 1 << 20;
 
-/// A pool's new regular block is its committed bytes divided by this (within the initial and maximum sizes), so
-/// that the last block, the one a peak may find nearly empty, is at most about an eighth of the pool: on the 58
-/// traces in block mode, mean overhead 1.216 → 1.146 × against blocks doubling to the maximum, for about
-/// twice the (few) driver operations (docs/BENCHMARKS.md).
-pub const BLOCK_SHARE: u64 = 8;
-
-/// Sizes of the blocks pools create. A new block holds an eighth of what its pool has committed already (see
-/// [`BLOCK_SHARE`]), at least the initial size and at most the maximum; a request larger than that gets a block
-/// sized for it alone (still sub-allocatable once it is freed).
+/// Sizes of the blocks pools create. A pool's first block has the initial size, each further block doubles
+/// it up to the maximum; a request larger than the next block size gets a block sized for it alone, in its pool
+/// (sub-allocatable once it is freed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AllocationSizes {
@@ -68,7 +62,7 @@ impl AllocationSizes {
 
 impl Default for AllocationSizes {
     /// 32 MiB growing to 256 MiB for device-local memory, 8 MiB growing to 64 MiB for host memory: small first
-    /// blocks keep light users light, blocks growing with the pool keep heavy users at few driver calls.
+    /// blocks keep light users light, doubling keeps heavy users at few driver calls.
     fn default() -> AllocationSizes {
         AllocationSizes::new(32 * MIB, 256 * MIB, 8 * MIB, 64 * MIB)
     }
@@ -86,8 +80,9 @@ pub struct AllocatorConfig {
     /// Default: none (`u64::MAX`). A request larger than the next block still gets a block sized for it, but
     /// in its pool, so that once it is free any request can use it: a dedicated block serves only requests of
     /// about its size, and on the 58 traces in block mode dedicated blocks from 128 MiB made 12 of them exceed
-    /// 1.5 × PyTorch's driver operations (up to 13 ×), creating and destroying blocks as tensor sizes varied
-    /// (docs/BENCHMARKS.md). Requests that ask for a dedicated block ([`crate::Dedicated`]) get one either way.
+    /// 1.5 × PyTorch's driver operations (up to 13.5 ×), creating and destroying blocks as tensor sizes varied;
+    /// without them all 58 stay within it, at about the same overhead (docs/BENCHMARKS.md). Requests that ask
+    /// for a dedicated block ([`crate::Dedicated`]) get one either way.
     pub dedicated_threshold: u64,
     /// Empty blocks each pool keeps cached instead of destroying them at once. One avoids paying the driver
     /// (about 1 ms for a `vkFreeMemory`) again and again when usage hovers around a block boundary; more would
@@ -1109,10 +1104,7 @@ impl<D: Device> Allocator<D> {
             }
             // A block big enough for the request and its worst-case alignment padding.
             let needed = span.saturating_add(desc.alignment.saturating_sub(1)).next_multiple_of(MIB);
-            (
-                pool.next_block_size(self.regular_max(memory_type)).max(needed),
-                self.properties.limits.buffer_image_granularity,
-            )
+            (pool.next_block_size.max(needed), self.properties.limits.buffer_image_granularity)
         };
         if !may_create {
             return Err(Error::OutOfMemory { size: desc.size });
@@ -1136,6 +1128,8 @@ impl<D: Device> Allocator<D> {
                 return Err(Error::InvalidConfig { reason: "block size not usable by the core" });
             }
         };
+        let grown = (pool.next_block_size.saturating_mul(2)).min(self.regular_max(memory_type));
+        pool.next_block_size = pool.next_block_size.max(grown);
         match pool.place_in(index, self.span(memory_type, desc), desc.alignment) {
             Some(placement) => Ok(self.pooled(desc, memory_type, placement)),
             // Cannot happen (the block was sized for the request), but never panic: keep the block cached.

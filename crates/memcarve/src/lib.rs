@@ -36,7 +36,7 @@ mod upload_ring;
 pub mod virtual_heap;
 
 pub use allocator::{
-    Allocation, AllocationSizes, Allocator, AllocatorConfig, BLOCK_SHARE, BlockKey, BlockKind, RawAllocation,
+    Allocation, AllocationSizes, Allocator, AllocatorConfig, BlockKey, BlockKind, RawAllocation,
 };
 pub use custom_pool::{PoolDesc, PoolId, PoolStrategy};
 pub use device::{Device, MemoryPropertyFlags};

@@ -43,8 +43,8 @@ pub(crate) struct Pool<B> {
     /// Live block slots, kept roughly in order of free bytes, fullest first (one bubble pass per placement):
     /// the order requests try the blocks in.
     order: Vec<u32>,
-    /// Size of the first block (and the least of any regular block).
-    pub first_block_size: u64,
+    /// Size of the next regular block (grows to the maximum).
+    pub next_block_size: u64,
     /// Blocks that hold no allocation right now.
     pub empty_blocks: usize,
     pub committed_bytes: u64,
@@ -58,17 +58,10 @@ impl<B> Pool<B> {
             blocks: Vec::new(),
             slot_generations: Vec::new(),
             order: Vec::new(),
-            first_block_size,
+            next_block_size: first_block_size,
             empty_blocks: 0,
             committed_bytes: 0,
         }
-    }
-
-    /// The size of the next regular block: [`crate::allocator::BLOCK_SHARE`]'s share of the committed bytes,
-    /// rounded up to 1 MiB, at least the first block's size and at most `max`.
-    pub fn next_block_size(&self, max: u64) -> u64 {
-        let share = (self.committed_bytes / crate::allocator::BLOCK_SHARE).next_multiple_of(1 << 20);
-        share.max(self.first_block_size).min(max)
     }
 
     /// Places a request in an existing block, fullest first (as VMA does: allocations gather in few blocks,
