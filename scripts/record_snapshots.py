@@ -17,8 +17,8 @@ efficientnet_train, swin_infer, llama_prefill_lengths, llama_partial_finetune, c
 serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, compiled_train, long_context_train,
 offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer, ppo_train,
 ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train, bert_long_infer,
-diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train (see
-WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
+diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train,
+mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
 defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
@@ -1953,6 +1953,307 @@ def sparse_embedding_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def mae_pretrain(torch):
+    """Masked-autoencoder pretraining in plain torch: a ViT-B/16-sized encoder (12 layers, 768 wide, 12 heads) on
+    the visible quarter of each image's 196 patches (a random subset per image, gathered), a 4-layer 512-wide
+    decoder over all patches with mask tokens scattered back, mean squared error on the masked patches, bf16
+    autocast, AdamW, 6 steps of batch 32, 64, 128, 96, 48, 128 on random 224-pixel images."""
+    nn = torch.nn
+    torch.manual_seed(0)
+    patch, dim, ddim = 16, 768, 512
+    count = (224 // patch) ** 2
+
+    def encoder(width, heads, depth):
+        layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        return nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+
+    class Mae(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(3 * patch * patch, dim)
+            self.pos = nn.Parameter(torch.randn(1, count, dim) * 0.02)
+            self.encoder = encoder(dim, 12, 12)
+            self.to_decoder = nn.Linear(dim, ddim)
+            self.mask_token = nn.Parameter(torch.zeros(1, 1, ddim))
+            self.decoder_pos = nn.Parameter(torch.randn(1, count, ddim) * 0.02)
+            self.decoder = encoder(ddim, 16, 4)
+            self.head = nn.Linear(ddim, 3 * patch * patch)
+
+        def forward(self, images, gen):
+            b = images.shape[0]
+            patches = images.unfold(2, patch, patch).unfold(3, patch, patch)
+            patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(b, count, 3 * patch * patch)
+            visible = torch.rand(b, count, device=images.device, generator=gen).argsort(dim=1)[:, : count // 4]
+            x = self.embed(patches) + self.pos
+            x = torch.gather(x, 1, visible.unsqueeze(-1).expand(-1, -1, dim))
+            x = self.to_decoder(self.encoder(x))
+            full = self.mask_token.to(x.dtype).expand(b, count, ddim).clone()
+            full = full.scatter(1, visible.unsqueeze(-1).expand(-1, -1, ddim), x)
+            pred = self.head(self.decoder(full + self.decoder_pos))
+            masked = torch.ones(b, count, device=images.device, dtype=torch.bool)
+            masked[torch.arange(b, device=images.device).unsqueeze(1), visible] = False
+            return ((pred.float() - patches) ** 2).mean(-1)[masked].mean()
+
+    model = Mae()
+    batches = [32, 64, 128, 96, 48, 128]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1.5e-4, weight_decay=0.05)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(images, gen)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def wav2vec_train(torch):
+    """Speech recognition training in plain torch, wav2vec2-style: a 7-layer 1-D convolutional feature extractor
+    (512 channels, kernels 10, 3, 3, 3, 3, 2, 2 with strides 5, 2, 2, 2, 2, 2, 2: 320 samples a frame), a 6-layer
+    transformer (768 wide, 12 heads) and CTC loss against random 32-letter transcripts, fp16 autocast with
+    GradScaler, AdamW, 8 steps of batches of 16 kHz audio 2 to 16 seconds long (batch sizes so that each step holds
+    about 64 seconds): another shape every step."""
+    import random
+
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    steps = []
+    for _ in range(8):
+        seconds = rng.choice([2, 4, 6, 8, 12, 16])
+        steps.append((max(1, 64 // seconds), seconds))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layers, channels = [], 1
+            for kernel, stride in zip((10, 3, 3, 3, 3, 2, 2), (5, 2, 2, 2, 2, 2, 2)):
+                layers.append(nn.Conv1d(channels, 512, kernel, stride, bias=False))
+                if channels == 1:
+                    layers.append(nn.GroupNorm(512, 512))
+                layers.append(nn.GELU())
+                channels = 512
+            self.features = nn.Sequential(*layers)
+            self.project = nn.Linear(512, 768)
+            layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+            self.out = nn.Linear(768, 33)
+
+        def forward(self, audio):
+            x = self.features(audio.unsqueeze(1)).transpose(1, 2)
+            return self.out(self.encoder(self.project(x)))
+
+    model = Model()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, seconds in steps:
+        audio = torch.randn(batch, seconds * 16000, device="cuda", generator=gen)
+        targets = torch.randint(1, 33, (batch, 32), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            logits = model(audio)
+        log_probs = logits.float().log_softmax(-1).transpose(0, 1)
+        frames = torch.full((batch,), log_probs.shape[0], dtype=torch.long, device="cuda")
+        letters = torch.full((batch,), 32, dtype=torch.long, device="cuda")
+        loss = F.ctc_loss(log_probs, targets, frames, letters, zero_infinity=True)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del audio, targets, logits, log_probs, frames, letters, loss
+    del model, opt, scaler
+    return {"steps": steps, "losses": losses}
+
+
+def pointnet_train(torch):
+    """Point-cloud classification in plain torch, PointNet-style with a neighbourhood step: each point's 16 nearest
+    neighbours (`torch.cdist` over its cloud, `topk`), an edge MLP (6 -> 64 -> 128) max-pooled over them, a shared
+    per-point MLP to 1024 channels, a global max pool and a classifier (40 classes), fp32, Adam, 8 steps of (clouds,
+    points) drawn from (32, 1024), (16, 2048), (8, 4096), (4, 8192), (64, 512): the distance matrices and the
+    gathered neighbourhoods change size every step."""
+    import random
+
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    steps = [rng.choice([(32, 1024), (16, 2048), (8, 4096), (4, 8192), (64, 512)]) for _ in range(8)]
+    neighbours = 16
+
+    class PointNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.edge = nn.Sequential(nn.Linear(6, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU())
+            self.point = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 1024))
+            self.classify = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 40))
+
+        def forward(self, points):
+            b, n, _ = points.shape
+            nearest = torch.cdist(points, points).topk(neighbours, dim=-1, largest=False).indices
+            base = (torch.arange(b, device=points.device) * n).view(b, 1, 1)
+            around = points.reshape(b * n, 3)[(nearest + base).reshape(-1)].view(b, n, neighbours, 3)
+            centre = points.unsqueeze(2).expand(-1, -1, neighbours, -1)
+            edges = self.edge(torch.cat([centre, around - centre], dim=-1)).amax(dim=2)
+            return self.classify(self.point(edges).amax(dim=1))
+
+    model = PointNet()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for clouds, points in steps:
+        cloud = torch.randn(clouds, points, 3, device="cuda", generator=gen)
+        labels = torch.randint(0, 40, (clouds,), device="cuda", generator=gen)
+        loss = F.cross_entropy(model(cloud), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del cloud, labels, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def ema_train(torch):
+    """torchvision ResNet-50 training with an exponential moving average of the weights (a second copy of every
+    parameter and buffer, updated with `torch._foreach_mul_` and `_foreach_add_` after each step), gradient
+    clipping (`clip_grad_norm_` after unscaling), SGD with Nesterov momentum, fp16 autocast with GradScaler,
+    channels-last; 9 steps of (batch, side) from (32, 160) to (128, 224), and after every third step an evaluation
+    of the averaged weights on a batch of 192 at 224 pixels under `inference_mode`."""
+    import copy
+
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50()
+    shapes = [(32, 160), (64, 192), (128, 224), (96, 160), (48, 224), (128, 192), (64, 224), (32, 192), (128, 160)]
+    start_recording(torch)
+    model = model.cuda().to(memory_format=torch.channels_last).train()
+    ema = copy.deepcopy(model).eval()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses, evals = [], []
+    for step, (batch, side) in enumerate(shapes, 1):
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen).to(memory_format=torch.channels_last)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            averaged, current = list(ema.parameters()), list(model.parameters())
+            torch._foreach_mul_(averaged, 0.999)
+            torch._foreach_add_(averaged, current, alpha=0.001)
+            for kept, buffer in zip(ema.buffers(), model.buffers()):
+                kept.copy_(buffer)
+        losses.append(loss.item())
+        del images, labels, loss
+        if step % 3 == 0:
+            with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16):
+                images = torch.randn(192, 3, 224, 224, device="cuda", generator=gen)
+                evals.append(ema(images.to(memory_format=torch.channels_last)).float().argmax(1).sum().item())
+                del images
+    del model, ema, opt, scaler
+    return {"shapes": shapes, "losses": losses, "evals": evals}
+
+
+def int8_weight_only_decode(torch):
+    """Weight-only int8 inference of a Llama-style decoder in plain torch (8 layers, 2048 wide, 16 heads of 128,
+    5,632 hidden, 32k vocabulary): every linear weight kept as int8 with a per-row fp16 scale and dequantized to
+    fp16 just before its matmul (a transient copy of the weight at each use, up to the 125 MiB output head), greedy
+    decoding with a preallocated fp16 KV cache per round, 4 rounds (batch, prompt, new tokens) (1, 256, 48),
+    (8, 128, 40), (16, 64, 32), (4, 512, 32)."""
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    width, heads, hidden, vocab, depth = 2048, 16, 5632, 32000, 8
+    head_dim = width // heads
+
+    class QLinear(nn.Module):
+        def __init__(self, inputs, outputs):
+            super().__init__()
+            self.register_buffer("weight", torch.randint(-127, 128, (outputs, inputs), dtype=torch.int8))
+            self.register_buffer("scale", torch.full((outputs, 1), 0.02 / 127, dtype=torch.float16))
+
+        def forward(self, x):
+            return x @ (self.weight.to(torch.float16) * self.scale).t()
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.RMSNorm(width), nn.RMSNorm(width)
+            self.q, self.k, self.v, self.o = (QLinear(width, width) for _ in range(4))
+            self.gate, self.up, self.down = QLinear(width, hidden), QLinear(width, hidden), QLinear(hidden, width)
+
+        def forward(self, x, cache, pos):
+            b, t, _ = x.shape
+            h = self.norm1(x)
+            q, k, v = (proj(h).view(b, t, heads, head_dim).transpose(1, 2) for proj in (self.q, self.k, self.v))
+            cache[0][:, :, pos:pos + t] = k
+            cache[1][:, :, pos:pos + t] = v
+            keys, values = cache[0][:, :, :pos + t], cache[1][:, :, :pos + t]
+            att = F.scaled_dot_product_attention(q, keys, values, is_causal=t > 1)
+            x = x + self.o(att.transpose(1, 2).reshape(b, t, width))
+            h = self.norm2(x)
+            return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            self.blocks = nn.ModuleList(Block() for _ in range(depth))
+            self.norm = nn.RMSNorm(width)
+            self.head = QLinear(width, vocab)
+
+        def forward(self, ids, caches, pos):
+            x = self.embed(ids)
+            for block, cache in zip(self.blocks, caches):
+                x = block(x, cache, pos)
+            return self.head(self.norm(x[:, -1:]))
+
+    model = Decoder()
+    rounds = [(1, 256, 48), (8, 128, 40), (16, 64, 32), (4, 512, 32)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16).eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    token_sum = 0
+    with torch.inference_mode():
+        for batch, prompt, new in rounds:
+            length = prompt + new
+            caches = [(torch.empty(batch, heads, length, head_dim, device="cuda", dtype=torch.float16),
+                       torch.empty(batch, heads, length, head_dim, device="cuda", dtype=torch.float16))
+                      for _ in range(depth)]
+            ids = torch.randint(0, vocab, (batch, prompt), device="cuda", generator=gen)
+            out, pos = [ids], 0
+            for _ in range(new):
+                logits = model(out[-1], caches, pos)
+                pos += out[-1].shape[1]
+                out.append(logits.argmax(-1))
+                del logits
+            tokens = torch.cat(out[1:], dim=1)
+            token_sum += int(tokens.sum().item())
+            del caches, ids, out, tokens
+    del model
+    return {"rounds": rounds, "token_sum": token_sum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -1966,7 +2267,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      fft_science, cuda_graph_infer, ppo_train, ssm_scan_train,
                                      tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train,
                                      bert_long_infer, diffusion_train, distill_train, lora_finetune,
-                                     caption_generate, detection_train, sparse_embedding_train)}
+                                     caption_generate, detection_train, sparse_embedding_train, mae_pretrain,
+                                     wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode)}
 
 
 # ---------------------------------------------------------------- recording

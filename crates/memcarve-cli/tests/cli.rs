@@ -314,6 +314,11 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "caption_generate.pickle.gz",
         "detection_train.pickle.gz",
         "sparse_embedding_train.pickle.gz",
+        "mae_pretrain.pickle.gz",
+        "wav2vec_train.pickle.gz",
+        "pointnet_train.pickle.gz",
+        "ema_train.pickle.gz",
+        "int8_weight_only_decode.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

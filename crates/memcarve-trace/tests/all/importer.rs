@@ -439,3 +439,14 @@ fn eleventh_session_recordings_match_an_independent_walk_and_the_recording_scrip
     check_recorded("detection_train.pickle.gz", (11_615, 10_419.8, 16_138.0, 1.549), 147, 3);
     check_recorded("sparse_embedding_train.pickle.gz", (606, 5_915.8, 6_118.0, 1.034), 22, 3);
 }
+
+/// Five more, recorded in the thirteenth session (one device call, 2026-12-01 23:36 UTC) of kinds none of the
+/// others has, and replayed before anything was changed for them.
+#[test]
+fn thirteenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("mae_pretrain.pickle.gz", (9_948, 5_734.7, 6_806.0, 1.187), 227, 3);
+    check_recorded("wav2vec_train.pickle.gz", (5_549, 2_675.3, 3_510.0, 1.312), 35, 3);
+    check_recorded("pointnet_train.pickle.gz", (851, 1_225.7, 2_932.0, 2.392), 12, 3);
+    check_recorded("ema_train.pickle.gz", (10_776, 5_776.6, 8_212.0, 1.422), 170, 3);
+    check_recorded("int8_weight_only_decode.pickle.gz", (40_468, 1_006.0, 1_118.0, 1.111), 45, 1);
+}
