@@ -140,7 +140,8 @@ impl From<MemoryLocation> for AllocationOptions {
 /// Whether a request must, may or should not get a memory block of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Dedicated {
-    /// Sub-allocate unless the request is over the dedicated threshold.
+    /// Sub-allocate unless the request is over the dedicated threshold
+    /// ([`crate::AllocatorConfig::dedicated_threshold`], none by default).
     #[default]
     No,
     /// Prefer a block of its own (the driver says it performs better), but sub-allocate if the block limit is
