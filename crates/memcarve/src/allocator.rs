@@ -79,10 +79,10 @@ pub struct AllocatorConfig {
     /// Requests of at least this many bytes get a dedicated block (block mode; a virtual heap keeps them).
     /// Default: none (`u64::MAX`). A request larger than the next block still gets a block sized for it, but
     /// in its pool, so that once it is free any request can use it: a dedicated block serves only requests of
-    /// about its size, and on the 58 traces in block mode dedicated blocks from 128 MiB made 12 of them exceed
+    /// about its size, and on 58 H200 traces in block mode dedicated blocks from 128 MiB made 12 of them exceed
     /// 1.5 × PyTorch's driver operations (up to 13.5 ×), creating and destroying blocks as tensor sizes varied;
-    /// without them all 58 stay within it, at about the same overhead (docs/BENCHMARKS.md). Requests that ask
-    /// for a dedicated block ([`crate::Dedicated`]) get one either way.
+    /// without them all stay within it (63 traces since), at about the same overhead (docs/BENCHMARKS.md).
+    /// Requests that ask for a dedicated block ([`crate::Dedicated`]) get one either way.
     pub dedicated_threshold: u64,
     /// Empty blocks each pool keeps cached instead of destroying them at once. One avoids paying the driver
     /// (about 1 ms for a `vkFreeMemory`) again and again when usage hovers around a block boundary; more would
