@@ -18,8 +18,10 @@ serving_continuous_batch, whisper_decode, clip_train, gnn_train, video_train, co
 offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_graph_infer, ppo_train,
 ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train, bert_long_infer,
 diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train,
-mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md
-defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
+mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
+grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train (see WORKLOADS). Prints one line per
+snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
+torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -2254,6 +2256,309 @@ def int8_weight_only_decode(torch):
     return {"rounds": rounds, "token_sum": token_sum}
 
 
+def prefetch_stream_infer(torch):
+    """torchvision ResNet-50 inference, fp16, channels-last, on three streams: each batch is copied to the GPU and
+    normalised on a copy stream one batch ahead, the model runs on the default stream, and the top-5 classes are
+    taken on a third stream while the next batch runs (tensors handed between streams with `record_stream`); 12
+    batches of 1 to 256 images at 224 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50()
+    batches = [1, 8, 64, 256, 32, 128, 4, 192, 16, 96, 256, 48]
+    host = [torch.randint(0, 256, (b, 3, 224, 224), dtype=torch.uint8).pin_memory() for b in batches]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16).to(memory_format=torch.channels_last).eval()
+    main = torch.cuda.current_stream()
+    copy_stream, post_stream = torch.cuda.Stream(), torch.cuda.Stream()
+    mean = torch.tensor([0.485, 0.456, 0.406], device="cuda").view(1, 3, 1, 1) * 255
+    std = torch.tensor([0.229, 0.224, 0.225], device="cuda").view(1, 3, 1, 1) * 255
+    torch.cuda.synchronize()  # the copy stream uses them
+
+    def load(i):
+        with torch.cuda.stream(copy_stream):
+            images = host[i].to("cuda", non_blocking=True)
+            images = ((images.float() - mean) / std).half().contiguous(memory_format=torch.channels_last)
+        return images, copy_stream.record_event()
+
+    top5, pending = [], load(0)
+    with torch.inference_mode():
+        for i in range(len(batches)):
+            images, ready = pending
+            main.wait_event(ready)
+            images.record_stream(main)
+            if i + 1 < len(batches):
+                pending = load(i + 1)
+            logits = model(images)
+            post_stream.wait_stream(main)
+            with torch.cuda.stream(post_stream):
+                classes = logits.float().softmax(-1).topk(5, dim=-1).indices
+            logits.record_stream(post_stream)
+            top5.append(classes)
+            del images, ready, logits
+        torch.cuda.synchronize()
+        checksum = sum(int(c.sum().item()) for c in top5)
+    del model, top5, pending
+    return {"batches": batches, "top5_sum": checksum,
+            "streams": {"copy": copy_stream.cuda_stream, "post": post_stream.cuda_stream}}
+
+
+def grad_bucket_train(torch):
+    """An 8-layer causal language model in plain torch (768 wide, 12 heads, 32k vocabulary), bf16 autocast, AdamW,
+    with data-parallel-style gradient buckets: after each backward, on a communication stream, the gradients are
+    packed into flat buckets of about 25 MiB (`torch.cat`), averaged in place as an all-reduce would, and copied
+    back, while the default stream waits; 8 steps of (batch, tokens) from (4, 1024) to (32, 128)."""
+    torch.manual_seed(0)
+    vocab = 32000
+    model = decoder_lm(torch, 768, 8, 12, vocab)
+    steps = [(4, 1024), (16, 256), (32, 128), (8, 512), (2, 2048), (16, 384), (8, 768), (32, 128)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    main, comm = torch.cuda.current_stream(), torch.cuda.Stream()
+    params = [p for p in model.parameters() if p.requires_grad]
+    buckets, current, size = [], [], 0
+    for p in reversed(params):
+        current.append(p)
+        size += p.numel() * 4
+        if size >= 25 << 20:
+            buckets.append(current)
+            current, size = [], 0
+    if current:
+        buckets.append(current)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, tokens in steps:
+        ids = torch.randint(0, vocab, (batch, tokens + 1), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids).loss
+        loss.backward()
+        comm.wait_stream(main)
+        with torch.cuda.stream(comm):
+            for bucket in buckets:
+                flat = torch.cat([p.grad.reshape(-1) for p in bucket])
+                flat.div_(8)
+                for chunk, p in zip(flat.split([p.numel() for p in bucket]), bucket):
+                    p.grad.copy_(chunk.view_as(p))
+                del flat, chunk
+        main.wait_stream(comm)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, loss
+    torch.cuda.synchronize()
+    del model, opt, params, buckets, current
+    return {"steps": steps, "losses": losses, "streams": {"comm": comm.cuda_stream}}
+
+
+def transformer_xl_train(torch):
+    """A segment-recurrent language model in plain torch, Transformer-XL-style (4 layers, 768 wide, 12 heads, 32k
+    vocabulary): sequences of 2,048 tokens are read in segments of 256, each layer attending over its memory of the
+    previous 512 positions' hidden states (detached) concatenated with the segment, the memory then cut to the last
+    512; truncated backpropagation per segment, bf16 autocast, AdamW, 3 sequences of batch 8, 4 and 16."""
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    width, heads, vocab, depth, segment, memory = 768, 12, 32000, 4, 256, 512
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.q, self.kv, self.out = nn.Linear(width, width), nn.Linear(width, 2 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x, mem):
+            b, t, _ = x.shape
+            h = self.norm1(x)
+            context = h if mem is None else torch.cat([mem, h], dim=1)
+            q = self.q(h).view(b, t, heads, -1).transpose(1, 2)
+            k, v = self.kv(context).view(b, context.shape[1], 2, heads, -1).permute(2, 0, 3, 1, 4)
+            past = context.shape[1] - t
+            mask = torch.ones(t, context.shape[1], dtype=torch.bool, device=x.device).tril(past)
+            att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = x + self.out(att.transpose(1, 2).reshape(b, t, width))
+            return x + self.mlp(self.norm2(x)), h
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            self.layers = nn.ModuleList(Layer() for _ in range(depth))
+            self.head = nn.Linear(width, vocab)
+
+        def forward(self, ids, mems):
+            x, new = self.embed(ids), []
+            for layer, mem in zip(self.layers, mems):
+                x, h = layer(x, mem)
+                kept = h if mem is None else torch.cat([mem, h], dim=1)
+                new.append(kept[:, -memory:].detach())
+            return self.head(x), new
+
+    model = Model()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in (8, 4, 16):
+        ids = torch.randint(0, vocab, (batch, 2048 + 1), device="cuda", generator=gen)
+        mems = [None] * depth
+        for start in range(0, 2048, segment):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits, mems = model(ids[:, start:start + segment], mems)
+                targets = ids[:, start + 1:start + segment + 1].reshape(-1)
+                loss = F.cross_entropy(logits.reshape(-1, vocab).float(), targets)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+            del logits, targets, loss
+        del ids, mems
+    del model, opt
+    return {"losses": losses}
+
+
+def nerf_train(torch):
+    """Neural radiance field training in plain torch: an 8-layer 256-wide MLP with a skip connection over
+    positionally encoded points (10 frequencies) and view directions (4), 64 coarse samples per ray and 64 fine
+    ones drawn from the coarse weights by inverse-CDF sampling (`torch.searchsorted`), volume rendering with
+    `cumprod`, Adam, 10 steps of 1,024 to 4,096 random rays: every step's sample tensors another size."""
+    import random
+
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    steps = [rng.choice([1024, 2048, 3072, 4096]) for _ in range(10)]
+
+    def encode(x, frequencies):
+        scales = 2.0 ** torch.arange(frequencies, device=x.device)
+        angles = (x.unsqueeze(-1) * scales).flatten(-2)
+        return torch.cat([x, angles.sin(), angles.cos()], dim=-1)
+
+    class Field(nn.Module):
+        def __init__(self):
+            super().__init__()
+            points, views = 3 + 3 * 2 * 10, 3 + 3 * 2 * 4
+            self.first = nn.ModuleList([nn.Linear(points, 256)] + [nn.Linear(256, 256) for _ in range(3)])
+            self.second = nn.ModuleList([nn.Linear(256 + points, 256)] + [nn.Linear(256, 256) for _ in range(3)])
+            self.sigma = nn.Linear(256, 1)
+            self.feature = nn.Linear(256, 256)
+            self.color = nn.Sequential(nn.Linear(256 + views, 128), nn.ReLU(), nn.Linear(128, 3))
+
+        def forward(self, x, d):
+            p, v = encode(x, 10), encode(d, 4)
+            h = p
+            for layer in self.first:
+                h = F.relu(layer(h))
+            h = torch.cat([h, p], dim=-1)
+            for layer in self.second:
+                h = F.relu(layer(h))
+            color = torch.sigmoid(self.color(torch.cat([self.feature(h), v], dim=-1)))
+            return F.relu(self.sigma(h)).squeeze(-1), color
+
+    def render(field, origins, dirs, t):
+        points = origins.unsqueeze(1) + dirs.unsqueeze(1) * t.unsqueeze(-1)
+        sigma, color = field(points, dirs.unsqueeze(1).expand_as(points))
+        delta = torch.cat([t[:, 1:] - t[:, :-1], torch.full_like(t[:, :1], 1e3)], dim=-1)
+        alpha = 1 - torch.exp(-sigma * delta)
+        trans = torch.cumprod(torch.cat([torch.ones_like(alpha[:, :1]), 1 - alpha + 1e-10], dim=-1), dim=-1)[:, :-1]
+        weights = alpha * trans
+        return (weights.unsqueeze(-1) * color).sum(1), weights
+
+    coarse, fine = Field(), Field()
+    start_recording(torch)
+    coarse, fine = coarse.cuda(), fine.cuda()
+    opt = torch.optim.Adam(list(coarse.parameters()) + list(fine.parameters()), lr=5e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for rays in steps:
+        origins = torch.rand(rays, 3, device="cuda", generator=gen) * 2 - 1
+        dirs = F.normalize(torch.randn(rays, 3, device="cuda", generator=gen), dim=-1)
+        target = torch.rand(rays, 3, device="cuda", generator=gen)
+        t = torch.linspace(2.0, 6.0, 64, device="cuda").expand(rays, 64).contiguous()
+        t = t + torch.rand(rays, 64, device="cuda", generator=gen) * (4.0 / 64)
+        rgb_coarse, weights = render(coarse, origins, dirs, t)
+        with torch.no_grad():
+            pdf = weights[:, 1:-1] + 1e-5
+            cdf = torch.cat([torch.zeros_like(pdf[:, :1]), torch.cumsum(pdf / pdf.sum(-1, keepdim=True), -1)], -1)
+            u = torch.rand(rays, 64, device="cuda", generator=gen).contiguous()
+            index = torch.searchsorted(cdf.contiguous(), u, right=True).clamp(1, cdf.shape[-1] - 1)
+            low, high = torch.gather(cdf, 1, index - 1), torch.gather(cdf, 1, index)
+            mids = 0.5 * (t[:, 1:] + t[:, :-1])
+            t_low, t_high = torch.gather(mids, 1, index - 1), torch.gather(mids, 1, index)
+            t_fine = t_low + (u - low) / (high - low).clamp_min(1e-5) * (t_high - t_low)
+            t_all = torch.sort(torch.cat([t, t_fine], dim=-1), dim=-1).values
+        rgb_fine, _ = render(fine, origins, dirs, t_all)
+        loss = F.mse_loss(rgb_coarse, target) + F.mse_loss(rgb_fine, target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del origins, dirs, target, t, rgb_coarse, weights, pdf, cdf, u, index, low, high, mids, t_low, t_high
+        del t_fine, t_all, rgb_fine, loss
+    del coarse, fine, opt
+    return {"steps": steps, "losses": losses}
+
+
+def fsdp_gather_train(torch):
+    """Fully-sharded-data-parallel-style training of a 12-layer transformer (1024 wide, 16 heads, 4096 hidden) in
+    plain torch on one GPU: each layer's parameters are one flat fp32 tensor, cast to a bf16 copy (the "gathered"
+    weights) just before the layer runs and freed after it, and gathered again in backward (each layer under
+    `torch.utils.checkpoint`), as FSDP gathers and frees shards; an embedding and head of 32k tokens, AdamW over
+    the flat tensors, 6 steps of (batch, tokens) from (2, 2048) to (32, 128)."""
+    from torch.utils.checkpoint import checkpoint
+
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    width, heads, hidden, vocab, depth = 1024, 16, 4096, 32000, 12
+    shapes = [("qkv", (3 * width, width)), ("out", (width, width)), ("up", (hidden, width)),
+              ("down", (width, hidden)), ("n1", (width,)), ("n2", (width,))]
+    sizes = [int(torch.tensor(shape).prod()) for _, shape in shapes]
+
+    def layer(x, flat):
+        w = dict(zip([name for name, _ in shapes],
+                     (part.view(shape) for part, (_, shape) in zip(flat.to(torch.bfloat16).split(sizes), shapes))))
+        b, t, _ = x.shape
+        h = F.layer_norm(x, (width,), w["n1"])
+        q, k, v = F.linear(h, w["qkv"]).view(b, t, 3, heads, -1).permute(2, 0, 3, 1, 4)
+        attention = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + F.linear(attention.transpose(1, 2).reshape(b, t, width), w["out"])
+        h = F.layer_norm(x, (width,), w["n2"])
+        return x + F.linear(F.gelu(F.linear(h, w["up"])), w["down"])
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            self.flats = nn.ParameterList(nn.Parameter(torch.randn(sum(sizes)) * 0.02) for _ in range(depth))
+            self.head = nn.Linear(width, vocab, bias=False)
+
+        def forward(self, ids):
+            x = self.embed(ids).to(torch.bfloat16)
+            for flat in self.flats:
+                x = checkpoint(layer, x, flat, use_reentrant=False)
+            return self.head(x.float())
+
+    model = Model()
+    steps = [(2, 2048), (8, 512), (32, 128), (4, 1024), (16, 256), (8, 512)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, tokens in steps:
+        ids = torch.randint(0, vocab, (batch, tokens + 1), device="cuda", generator=gen)
+        logits = model(ids[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, logits, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -2268,7 +2573,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train,
                                      bert_long_infer, diffusion_train, distill_train, lora_finetune,
                                      caption_generate, detection_train, sparse_embedding_train, mae_pretrain,
-                                     wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode)}
+                                     wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode,
+                                     prefetch_stream_infer, grad_bucket_train, transformer_xl_train, nerf_train,
+                                     fsdp_gather_train)}
 
 
 # ---------------------------------------------------------------- recording

@@ -450,3 +450,18 @@ fn thirteenth_session_recordings_match_an_independent_walk_and_the_recording_scr
     check_recorded("ema_train.pickle.gz", (10_776, 5_776.6, 8_212.0, 1.422), 170, 3);
     check_recorded("int8_weight_only_decode.pickle.gz", (40_468, 1_006.0, 1_118.0, 1.111), 45, 1);
 }
+
+/// Five more, recorded later in the thirteenth session (one device call, 2026-12-02 00:02 UTC), two of them on
+/// several streams, and replayed before anything was changed for them.
+#[test]
+fn thirteenth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded_on_streams("prefetch_stream_infer.pickle.gz", (3_327, 1_443.2, 2_276.0, 1.577), 30, 3);
+    // The default stream, the copy stream (72 allocations) and the top-5 stream (48).
+    assert_eq!(distinct_streams("prefetch_stream_infer.pickle.gz"), 3);
+    check_recorded_on_streams("grad_bucket_train.pickle.gz", (6_183, 5_007.4, 6_644.0, 1.327), 88, 3);
+    // The default stream and the gradient buckets' stream (80 allocations).
+    assert_eq!(distinct_streams("grad_bucket_train.pickle.gz"), 2);
+    check_recorded("transformer_xl_train.pickle.gz", (11_119, 3_556.0, 4_126.0, 1.160), 45, 3);
+    check_recorded("nerf_train.pickle.gz", (4_053, 9_838.0, 11_124.0, 1.131), 54, 3);
+    check_recorded("fsdp_gather_train.pickle.gz", (4_430, 4_694.5, 6_106.0, 1.301), 65, 2);
+}
