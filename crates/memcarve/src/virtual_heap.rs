@@ -1269,9 +1269,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 continue;
             }
             let run_first = page;
-            while page <= last && self.mapped[page] == 0 {
-                page += 1;
-            }
+            page += self.unmapped_from(page, last - page + 1);
             let ahead = (page - 1 == last).then_some(member);
             result = self.map_run(vm, run_first, page - 1, ahead, size);
         }
@@ -1317,8 +1315,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let cap = AHEAD_ALIASES_PER_PAGE * count as u64;
             let wanted = (self.phys.free_count.min(cap) + new_pages) as usize;
             self.cover_pages(last + 1 + wanted);
-            let after = &self.mapped[last + 1..];
-            let room = after.iter().take(wanted).position(|&m| m != 0).unwrap_or(wanted.min(after.len()));
+            let room = self.unmapped_from(last + 1, wanted);
             let aliased = room.min(cap as usize);
             ids.reserve(room);
             ids.extend(self.phys.free_pages(aliased));
@@ -1330,9 +1327,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 let members = self.member_pages(&ids);
                 let start = last + 1 + (ids.len() - own);
                 self.cover_pages(start + members.len());
-                let after = &self.mapped[start..];
-                let more = after.iter().take(members.len()).position(|&m| m != 0);
-                let more = more.unwrap_or(members.len().min(after.len()));
+                let more = self.unmapped_from(start, members.len());
                 ids.extend_from_slice(&members[..more]);
             }
         }
@@ -1368,6 +1363,18 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.note(PageEvent::Commit { offset, size }, &ids);
         self.map_ids = ids;
         Ok(())
+    }
+
+    /// How many pages from `first` on, up to `count` and within the per-page vectors, are unmapped in a row.
+    /// Pages at or above the mapped end are unmapped: only those below it are looked at, so a run above every
+    /// mapping (a heap's growth, its pages mapped ahead) is measured in O(1).
+    fn unmapped_from(&self, first: usize, count: usize) -> usize {
+        let count = count.min(self.mapped.len().saturating_sub(first));
+        if count == 0 {
+            return 0;
+        }
+        let below_end = self.mapped_end.saturating_sub(first).min(count);
+        self.mapped[first..first + below_end].iter().position(|&m| m != 0).unwrap_or(count)
     }
 
     /// The physical pages of the live series members, oldest member first, each once, leaving out those in
