@@ -19,9 +19,9 @@ offload_train, lstm_train, speculative_decode, gan_train, fft_science, cuda_grap
 ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation_train, bert_long_infer,
 diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train,
 mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
-grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train (see WORKLOADS). Prints one line per
-snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
-torch, CUDA and library versions and the GPU).
+grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_train, llama_1b_generate,
+vit_large_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md defines
+them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -2559,6 +2559,45 @@ def fsdp_gather_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+
+def lm_1b_train(torch):
+    """A 1.3-billion-parameter causal language model in plain torch (24 layers, 2048 wide, 16 heads, 32k
+    vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 4 steps of (batch, tokens) (8, 2048),
+    (4, 4096), (16, 1024), (8, 2048): a heap of tens of GiB, with weights, gradients and optimizer state of 5 GiB
+    each and activations of 128-512 MiB."""
+    torch.manual_seed(0)
+    steps = [(8, 2048), (4, 4096), (16, 1024), (8, 2048)]
+    losses = train_bf16(torch, decoder_lm(torch, 2048, 24, 16, 32000), steps, token_inputs(torch, 32000),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def llama_1b_generate(torch):
+    """A TinyLlama-1.1B-sized decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 22 layers, 2048
+    wide, 32 heads with 4 KV heads, 5632-wide MLP, 32k vocabulary), fp16, greedy `generate` at large batches, 3
+    rounds (batch, prompt, new tokens) (128, 1024, 20), (256, 256, 28), (16, 3072, 16): the dynamic KV cache of
+    every layer grows a token at a time in tensors of tens to hundreds of MiB."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                         num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=4096)
+    rounds = [(128, 1024, 20), (256, 256, 28), (16, 3072, 16)]  # batch, prompt, new tokens
+    return generate_rounds(torch, LlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def vit_large_train(torch):
+    """torchvision ViT-L/16 training (24 layers, 1024 wide), AdamW, fp16 autocast with GradScaler, 4 steps of batch
+    64, 128, 96, 128 at 224 pixels: activations of tens of GiB in tensors of 50-200 MiB."""
+    import torchvision
+
+    batches = [64, 128, 96, 128]
+    losses = train_classifier(torch, torchvision.models.vit_l_16(num_classes=1000),
+                              [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"losses": losses, "batches": batches}
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -2575,7 +2614,7 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      caption_generate, detection_train, sparse_embedding_train, mae_pretrain,
                                      wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode,
                                      prefetch_stream_infer, grad_bucket_train, transformer_xl_train, nerf_train,
-                                     fsdp_gather_train)}
+                                     fsdp_gather_train, lm_1b_train, llama_1b_generate, vit_large_train)}
 
 
 # ---------------------------------------------------------------- recording
