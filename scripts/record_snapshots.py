@@ -20,8 +20,9 @@ ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation
 diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train,
 mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
 grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_train, llama_1b_generate,
-vit_large_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as traces/README.md defines
-them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the GPU).
+vit_large_train, lm_2_7b_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as
+traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
+GPU).
 """
 
 import gc
@@ -2572,6 +2573,17 @@ def lm_1b_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def lm_2_7b_train(torch):
+    """A 2.7-billion-parameter causal language model in plain torch (32 layers, 2560 wide, 20 heads, 32k
+    vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 3 steps of (batch, tokens) (8, 2048),
+    (4, 4096), (8, 2048): a heap of about 100 GiB, with weights and gradients of 10 GiB and optimizer state of 20
+    GiB."""
+    torch.manual_seed(0)
+    steps = [(8, 2048), (4, 4096), (8, 2048)]
+    losses = train_bf16(torch, decoder_lm(torch, 2560, 32, 20, 32000), steps, token_inputs(torch, 32000),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
 def llama_1b_generate(torch):
     """A TinyLlama-1.1B-sized decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 22 layers, 2048
     wide, 32 heads with 4 KV heads, 5632-wide MLP, 32k vocabulary), fp16, greedy `generate` at large batches, 3
@@ -2614,7 +2626,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      caption_generate, detection_train, sparse_embedding_train, mae_pretrain,
                                      wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode,
                                      prefetch_stream_infer, grad_bucket_train, transformer_xl_train, nerf_train,
-                                     fsdp_gather_train, lm_1b_train, llama_1b_generate, vit_large_train)}
+                                     fsdp_gather_train, lm_1b_train, llama_1b_generate, vit_large_train,
+                                     lm_2_7b_train)}
 
 
 # ---------------------------------------------------------------- recording

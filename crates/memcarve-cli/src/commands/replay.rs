@@ -155,6 +155,8 @@ struct Row {
     name: String,
     policy: String,
     allocations: u64,
+    /// Allocations the allocator refused (out of memory or blocks): the figures leave them out.
+    refused: u64,
     peak_live_bytes: u64,
     peak_committed_bytes: u64,
     overhead: f64,
@@ -288,6 +290,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 name,
                 policy: result.policy.clone(),
                 allocations: result.allocations,
+                refused: result.failures,
                 peak_live_bytes: result.peak_live_bytes,
                 peak_committed_bytes: result.peak_committed_bytes,
                 overhead: result.overhead(),

@@ -466,10 +466,11 @@ fn thirteenth_session_later_recordings_match_an_independent_walk_and_the_recordi
     check_recorded("fsdp_gather_train.pickle.gz", (4_430, 4_694.5, 6_106.0, 1.301), 65, 2);
 }
 
-/// Three more, recorded in the fourteenth session (2026-12-02 01:27-01:31 UTC) at the scale an H200 is bought for
-/// (11 to 51 GiB live at the peak), and replayed before anything was changed for them.
+/// Four more, recorded in the fourteenth session (2026-12-02 01:27-01:58 UTC) nearer the scale an H200 is bought
+/// for (11 to 86 GiB live at the peak), and replayed before anything was changed for them.
 #[test]
 fn fourteenth_session_large_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("lm_2_7b_train.pickle.gz", (9_462, 88_076.7, 91_022.0, 1.033), 544, 3);
     check_recorded("lm_1b_train.pickle.gz", (9_219, 51_695.6, 52_896.0, 1.023), 370, 3);
     check_recorded("llama_1b_generate.pickle.gz", (63_992, 11_254.2, 14_024.0, 1.246), 135, 1);
     check_recorded("vit_large_train.pickle.gz", (10_257, 26_046.3, 27_790.0, 1.067), 349, 3);
