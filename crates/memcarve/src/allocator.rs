@@ -1366,11 +1366,11 @@ impl<D: Device> Allocator<D> {
     }
 
     /// A new regular block's size: `size`, but once three quarters of the block limit are in use, at least the
-    /// share of the heap's remaining budget each block slot left must hold (a power of two), so that the limit
-    /// never keeps block mode from the heap's size (256 blocks of 256 MiB, the defaults, are 64 GiB: less than
-    /// half an H200's 140 GiB). At most the device's largest allocation. From half the limit on, lm_1b_train
-    /// (52 GiB in about 200 blocks) committed 1.023 × instead of 1.008 ×; lm_2_7b_train (86 GiB) needs it
-    /// (docs/BENCHMARKS.md, "Fourteenth session").
+    /// share of the heap's remaining budget each block slot left must hold (a power of two, but no more than the
+    /// budget left), so that the limit never keeps block mode from the heap's size (256 blocks of 256 MiB, the
+    /// defaults, are 64 GiB: less than half an H200's 140 GiB). At most the device's largest allocation. From
+    /// half the limit on, lm_1b_train (52 GiB in about 200 blocks) committed 1.023 × instead of 1.008 ×;
+    /// lm_2_7b_train (86 GiB) needs it (docs/BENCHMARKS.md, "Fourteenth session").
     fn reachable_block_size(&self, memory_type: u32, size: u64) -> u64 {
         let max = self.properties.limits.max_allocation_size;
         let live = self.live_blocks.load(Ordering::Relaxed);
@@ -1379,8 +1379,9 @@ impl<D: Device> Allocator<D> {
         }
         let heap = self.heap_of(memory_type) as usize;
         let Some(budget) = self.device.heap_budgets().get(heap).copied() else { return size.min(max) };
+        let left = budget.budget.saturating_sub(budget.usage);
         let slots = u64::from(self.block_limit.saturating_sub(live).max(1));
-        let share = budget.budget.saturating_sub(budget.usage).div_ceil(slots).next_power_of_two();
+        let share = left.div_ceil(slots).next_power_of_two().min(left & !(MIB - 1));
         size.max(share).min(max)
     }
 
