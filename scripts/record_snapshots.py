@@ -2560,7 +2560,6 @@ def fsdp_gather_train(torch):
     return {"steps": steps, "losses": losses}
 
 
-
 def lm_1b_train(torch):
     """A 1.3-billion-parameter causal language model in plain torch (24 layers, 2048 wide, 16 heads, 32k
     vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 4 steps of (batch, tokens) (8, 2048),
@@ -2576,13 +2575,14 @@ def lm_1b_train(torch):
 def lm_2_7b_train(torch):
     """A 2.7-billion-parameter causal language model in plain torch (32 layers, 2560 wide, 20 heads, 32k
     vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 3 steps of (batch, tokens) (8, 2048),
-    (4, 4096), (8, 2048): a heap of about 100 GiB, with weights and gradients of 10 GiB and optimizer state of 20
+    (4, 4096), (8, 2048): a heap of about 90 GiB, with weights and gradients of 10 GiB and optimizer state of 20
     GiB."""
     torch.manual_seed(0)
     steps = [(8, 2048), (4, 4096), (8, 2048)]
     losses = train_bf16(torch, decoder_lm(torch, 2560, 32, 20, 32000), steps, token_inputs(torch, 32000),
                         lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"steps": steps, "losses": losses}
+
 
 def llama_1b_generate(torch):
     """A TinyLlama-1.1B-sized decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 22 layers, 2048
