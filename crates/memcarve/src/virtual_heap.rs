@@ -1263,7 +1263,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
         let mut page = first;
         let mut result = Ok(());
-        while page <= last && result.is_ok() {
+        while page <= last {
             if self.mapped[page] != 0 {
                 page += 1;
                 continue;
@@ -1271,15 +1271,25 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let run_first = page;
             page += self.unmapped_from(page, last - page + 1);
             let ahead = (page - 1 == last).then_some(member);
-            result = self.map_run(vm, run_first, page - 1, ahead, size);
+            if let Err(error) = self.map_run(vm, run_first, page - 1, ahead, size) {
+                result = Err((run_first, error));
+                break;
+            }
         }
-        if result.is_err() {
+        if let Err((failed, _)) = result {
+            // Nothing stays taken: the ready pages go back, and so do the physical pages the runs before the one
+            // that failed mapped for the request (free pages now, for the release policy).
+            for page in first..failed {
+                if !ready(&page) {
+                    self.phys.release(self.mapped[page] - 1);
+                }
+            }
             for page in (first..looked).filter(ready) {
                 self.leave_page(page);
             }
         }
         self.needs = needs;
-        result.map(|()| true)
+        result.map(|()| true).map_err(|(_, error)| error)
     }
 
     /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` (Some) also maps the unmapped
@@ -1742,8 +1752,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::{GrowthSeries, PhysicalPages, VirtualHeap, VirtualHeapConfig, claim, highest_unready};
-    use crate::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+    use std::sync::Arc;
+
+    use super::{
+        GrowthSeries, PhysicalPages, RetainEmpty, VirtualHeap, VirtualHeapConfig, claim, highest_unready,
+    };
+    use crate::backends::host::{FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile};
     use crate::device::VirtualMemory;
 
     const PAGE: u64 = 2 << 20;
@@ -1829,6 +1843,37 @@ mod tests {
         assert_eq!(claim(&mapped, &mut users, &mut phys, 0, 0), Err(0));
         // Unmapped pages are not ready either.
         assert_eq!(claim(&[0], &mut [0], &mut phys, 0, 0), Err(0));
+    }
+
+    #[test]
+    fn a_mapping_that_fails_after_another_gives_back_every_page_it_took() {
+        // Pages 0 and 2 unmapped, page 1 mapped to a free physical page: making pages 0..=2 ready maps two runs,
+        // and the second mapping fails. The first run's new physical page must not stay taken by nobody.
+        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
+        let page = device.granularity(memory_type).unwrap();
+        let keep_all = RetainEmpty { bytes: 64 * page, live_fraction: 0.0 };
+        let config = VirtualHeapConfig::default().with_release(Arc::new(keep_all)).with_growing_series(false);
+        let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
+        let placed = heap.allocate(&device, 3 * page, 1, true).unwrap().unwrap();
+        assert_eq!((placed.offset, heap.mapped_end), (0, 3), "three pages mapped, none ahead");
+        heap.free(&device, placed.handle, 3 * page).unwrap();
+        heap.unmap_run(&device, 2, 2);
+        heap.unmap_run(&device, 0, 0);
+        heap.check().unwrap();
+        let commits = device.counters().commit_attempts;
+        device.set_faults(FaultInjection { fail_commit_at: Some(commits + 2), ..FaultInjection::default() });
+        assert!(heap.make_ready(&device, 0, 2, 3 * page, false).is_err());
+        assert_eq!(
+            device.counters().commit_attempts,
+            commits + 2,
+            "the first run was mapped, the second refused"
+        );
+        heap.check().unwrap();
+        assert_eq!(heap.page_users[..3], [0, 0, 0]);
+        // Everything mapped is free: the retained pages can all be given back.
+        assert_eq!(heap.stats().committed_bytes, heap.stats().empty_bytes);
+        heap.destroy(&device);
     }
 
     #[test]
