@@ -328,6 +328,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "llama_1b_generate.pickle.gz",
         "vit_large_train.pickle.gz",
         "lm_2_7b_train.pickle.gz",
+        "lm_6_7b_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

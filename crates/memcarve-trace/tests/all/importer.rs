@@ -475,3 +475,10 @@ fn fourteenth_session_large_recordings_match_an_independent_walk_and_the_recordi
     check_recorded("llama_1b_generate.pickle.gz", (63_992, 11_254.2, 14_024.0, 1.246), 135, 1);
     check_recorded("vit_large_train.pickle.gz", (10_257, 26_046.3, 27_790.0, 1.067), 349, 3);
 }
+
+/// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
+/// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
+#[test]
+fn fifteenth_session_recording_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("lm_6_7b_train.pickle.gz", (7_522, 78_277.7, 78_878.0, 1.008), 499, 3);
+}
