@@ -1755,9 +1755,12 @@ mod tests {
     use std::sync::Arc;
 
     use super::{
-        GrowthSeries, PhysicalPages, RetainEmpty, VirtualHeap, VirtualHeapConfig, claim, highest_unready,
+        GrowthSeries, PeakSlack, PhysicalPages, ReleaseImmediately, ReleasePolicy, RetainEmpty, VirtualHeap,
+        VirtualHeapConfig, claim, highest_unready,
     };
-    use crate::backends::host::{FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile};
+    use crate::backends::host::{
+        FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
+    };
     use crate::device::VirtualMemory;
 
     const PAGE: u64 = 2 << 20;
@@ -1874,6 +1877,85 @@ mod tests {
         // Everything mapped is free: the retained pages can all be given back.
         assert_eq!(heap.stats().committed_bytes, heap.stats().empty_bytes);
         heap.destroy(&device);
+    }
+
+    /// SplitMix64: a seeded sequence for the randomized test below.
+    fn sequence(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+    }
+
+    #[test]
+    fn random_operations_on_small_heaps_under_failures_keep_the_page_books_right() {
+        // Heaps of 12 to 51 pages under four release policies, with and without growing series, a share of the
+        // mappings failing (none to 30 %), requests from a few bytes to a quarter of the heap at alignments up to
+        // 2 MiB, some that may not commit, and trims: fresh addresses run out often, so unused mappings are
+        // dropped and placements fall back to TLSF's good fit. The page checker runs after every operation, and
+        // at the end every page must come back.
+        let mut next = sequence(7);
+        for round in 0..400u64 {
+            let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+            let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
+            let page = device.granularity(memory_type).unwrap();
+            let release: Arc<dyn ReleasePolicy> = match round % 4 {
+                0 => Arc::new(PeakSlack { slack: 0.0, max_ahead_fraction: 0.5, min_spare_bytes: 0 }),
+                1 => Arc::new(RetainEmpty { bytes: 4 * page, live_fraction: 0.0 }),
+                2 => Arc::new(ReleaseImmediately),
+                _ => Arc::new(PeakSlack::default()),
+            };
+            let config =
+                VirtualHeapConfig::default().with_release(release).with_growing_series(round % 8 < 4);
+            let pages = 12 + round % 40;
+            let mut heap = VirtualHeap::new(&device, memory_type, pages * page, page, &config).unwrap();
+            device.set_faults(FaultInjection {
+                random_failure: Some(RandomFailure::new(0.05 * (round % 7) as f64, round)),
+                ..FaultInjection::default()
+            });
+            let (mut live, mut live_bytes) = (Vec::new(), 0);
+            for step in 0..600 {
+                let roll = next() % 100;
+                if live.is_empty() || roll < 55 {
+                    let size = 1 + match next() % 4 {
+                        0 => next() % 4096,
+                        1 => next() % page,
+                        2 => next() % (3 * page),
+                        _ => next() % (pages * page / 4),
+                    };
+                    let alignment = 1 << (next() % 22);
+                    if live_bytes + size <= pages * page / 2
+                        && let Ok(Some(placed)) =
+                            heap.allocate(&device, size, alignment, !next().is_multiple_of(16))
+                    {
+                        live.push((placed.handle, size));
+                        live_bytes += size;
+                    }
+                } else if roll < 97 {
+                    let (handle, size) = live.swap_remove((next() % live.len() as u64) as usize);
+                    heap.free(&device, handle, size).unwrap();
+                    live_bytes -= size;
+                } else {
+                    heap.trim(&device);
+                }
+                heap.check().unwrap_or_else(|v| panic!("round {round} step {step}: {v:?}"));
+            }
+            for (handle, size) in live {
+                heap.free(&device, handle, size).unwrap();
+            }
+            heap.trim(&device);
+            heap.check().unwrap();
+            assert_eq!(
+                (heap.stats().committed_bytes, device.counters().committed_bytes),
+                (0, 0),
+                "round {round}: every page came back"
+            );
+            heap.destroy(&device);
+        }
     }
 
     #[test]
