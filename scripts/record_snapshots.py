@@ -20,9 +20,9 @@ ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation
 diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train,
 mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
 grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_train, llama_1b_generate,
-vit_large_train, lm_2_7b_train, lm_6_7b_train (see WORKLOADS). Prints one line per snapshot with its figures, computed as
-traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
-GPU).
+vit_large_train, lm_2_7b_train, lm_6_7b_train (see WORKLOADS). Prints one line per snapshot with its figures,
+computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library
+versions and the GPU).
 """
 
 import gc
@@ -2587,13 +2587,14 @@ def lm_2_7b_train(torch):
 def lm_6_7b_train(torch):
     """A 6.5-billion-parameter causal language model in plain torch (32 layers, 4096 wide, 32 heads, 32k
     vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, plain SGD (AdamW's state would not fit
-    beside it), 3 steps of (batch, tokens) (4, 2048), (2, 4096), (4, 2048): a heap of about 100 GiB whose
+    beside it), 3 steps of (batch, tokens) (4, 2048), (2, 4096), (4, 2048): a heap of about 80 GiB whose
     activations and weight gradients are tens to hundreds of MiB each."""
     torch.manual_seed(0)
     steps = [(4, 2048), (2, 4096), (4, 2048)]
     losses = train_bf16(torch, decoder_lm(torch, 4096, 32, 32, 32000), steps, token_inputs(torch, 32000),
                         lambda params: torch.optim.SGD(params, lr=1e-4))
     return {"steps": steps, "losses": losses}
+
 
 def llama_1b_generate(torch):
     """A TinyLlama-1.1B-sized decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 22 layers, 2048
