@@ -1281,15 +1281,21 @@ def token_inputs(torch, vocab):
                                                          generator=gen)}
 
 
+def train_decoder_lm(torch, width, layers, heads, steps, make_optimizer, forward_context=None):
+    """Trains `decoder_lm(torch, width, layers, heads, 32000)` through `train_bf16` on `token_inputs` for `steps`,
+    the generator seeded first; returns the steps and the losses."""
+    torch.manual_seed(0)
+    losses = train_bf16(torch, decoder_lm(torch, width, layers, heads, 32000), steps, token_inputs(torch, 32000),
+                        make_optimizer, forward_context=forward_context)
+    return {"steps": steps, "losses": losses}
+
+
 def long_context_train(torch):
     """A 4-layer causal language model in plain torch (1024 wide, 16 heads, flash attention through
     `scaled_dot_product_attention`, 32k vocabulary) trained at long context, bf16 autocast, AdamW, 6 steps of (batch,
     tokens) (1, 16384), (2, 8192), (4, 4096), (1, 12288), (2, 6144), (1, 16384): activations of hundreds of MiB each."""
-    torch.manual_seed(0)
-    steps = [(1, 16384), (2, 8192), (4, 4096), (1, 12288), (2, 6144), (1, 16384)]
-    losses = train_bf16(torch, decoder_lm(torch, 1024, 4, 16, 32000), steps, token_inputs(torch, 32000),
-                        lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_decoder_lm(torch, 1024, 4, 16, [(1, 16384), (2, 8192), (4, 4096), (1, 12288), (2, 6144), (1, 16384)],
+                            lambda params: torch.optim.AdamW(params, lr=1e-4))
 
 
 def offload_train(torch):
@@ -1297,12 +1303,9 @@ def offload_train(torch):
     activations saved for backward kept in pinned host memory (`torch.autograd.graph.save_on_cpu`): each is copied out
     in the forward pass and back in the backward pass, so device tensors come and go in another rhythm; bf16 autocast,
     AdamW, 6 steps of (batch, tokens) from (16, 512) to (2, 4096)."""
-    torch.manual_seed(0)
-    steps = [(8, 1024), (4, 2048), (16, 512), (8, 1024), (2, 4096), (8, 1024)]
-    losses = train_bf16(torch, decoder_lm(torch, 1024, 8, 16, 32000), steps, token_inputs(torch, 32000),
-                        lambda params: torch.optim.AdamW(params, lr=1e-4),
-                        forward_context=lambda: torch.autograd.graph.save_on_cpu(pin_memory=True))
-    return {"steps": steps, "losses": losses}
+    return train_decoder_lm(torch, 1024, 8, 16, [(8, 1024), (4, 2048), (16, 512), (8, 1024), (2, 4096), (8, 1024)],
+                            lambda params: torch.optim.AdamW(params, lr=1e-4),
+                            forward_context=lambda: torch.autograd.graph.save_on_cpu(pin_memory=True))
 
 
 def lstm_train(torch):
@@ -2565,11 +2568,8 @@ def lm_1b_train(torch):
     vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 4 steps of (batch, tokens) (8, 2048),
     (4, 4096), (16, 1024), (8, 2048): a heap of tens of GiB, with weights, gradients and optimizer state of 5 GiB
     each and activations of 128-512 MiB."""
-    torch.manual_seed(0)
-    steps = [(8, 2048), (4, 4096), (16, 1024), (8, 2048)]
-    losses = train_bf16(torch, decoder_lm(torch, 2048, 24, 16, 32000), steps, token_inputs(torch, 32000),
-                        lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_decoder_lm(torch, 2048, 24, 16, [(8, 2048), (4, 4096), (16, 1024), (8, 2048)],
+                            lambda params: torch.optim.AdamW(params, lr=1e-4))
 
 
 def lm_2_7b_train(torch):
@@ -2577,11 +2577,8 @@ def lm_2_7b_train(torch):
     vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 3 steps of (batch, tokens) (8, 2048),
     (4, 4096), (8, 2048): a heap of about 90 GiB, with weights and gradients of 10 GiB and optimizer state of 20
     GiB."""
-    torch.manual_seed(0)
-    steps = [(8, 2048), (4, 4096), (8, 2048)]
-    losses = train_bf16(torch, decoder_lm(torch, 2560, 32, 20, 32000), steps, token_inputs(torch, 32000),
-                        lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_decoder_lm(torch, 2560, 32, 20, [(8, 2048), (4, 4096), (8, 2048)],
+                            lambda params: torch.optim.AdamW(params, lr=1e-4))
 
 
 def lm_6_7b_train(torch):
@@ -2589,11 +2586,8 @@ def lm_6_7b_train(torch):
     vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, plain SGD (AdamW's state would not fit
     beside it), 3 steps of (batch, tokens) (4, 2048), (2, 4096), (4, 2048): a heap of about 80 GiB whose
     activations and weight gradients are tens to hundreds of MiB each."""
-    torch.manual_seed(0)
-    steps = [(4, 2048), (2, 4096), (4, 2048)]
-    losses = train_bf16(torch, decoder_lm(torch, 4096, 32, 32, 32000), steps, token_inputs(torch, 32000),
-                        lambda params: torch.optim.SGD(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_decoder_lm(torch, 4096, 32, 32, [(4, 2048), (2, 4096), (4, 2048)],
+                            lambda params: torch.optim.SGD(params, lr=1e-4))
 
 
 def llama_1b_generate(torch):
