@@ -20,7 +20,8 @@ ssm_scan_train, tabular_mlp_train, resnet18_infer_small, vae_train, segmentation
 diffusion_train, distill_train, lora_finetune, caption_generate, detection_train, sparse_embedding_train,
 mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
 grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_train, llama_1b_generate,
-vit_large_train, lm_2_7b_train, lm_6_7b_train (see WORKLOADS). Prints one line per snapshot with its figures,
+vit_large_train, lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer, resnet152_bigbatch_train,
+deeplab_hires_infer, roberta_mlm_train (see WORKLOADS). Prints one line per snapshot with its figures,
 computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library
 versions and the GPU).
 """
@@ -2616,6 +2617,79 @@ def vit_large_train(torch):
                               lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"losses": losses, "batches": batches}
 
+
+def resnet50_bigbatch_infer(torch):
+    """torchvision ResNet-50 offline inference at large batches (512 to 2,048 images of 224 pixels), fp16,
+    channels-last, each batch twice: activations of hundreds of MiB to over a GiB, few allocations."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(512, 224), (1024, 224), (2048, 224), (1536, 224), (768, 224)]
+    checksum = infer_images(torch, torchvision.models.resnet50(num_classes=1000), shapes,
+                            lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
+                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def resnet152_bigbatch_train(torch):
+    """torchvision ResNet-152 training at large batches (256 to 384 images of 224 pixels), SGD with momentum, fp16
+    autocast with GradScaler, channels-last, 4 steps: activations of hundreds of MiB each."""
+    import torchvision
+
+    batches = [256, 384, 320, 384]
+    losses = train_classifier(torch, torchvision.models.resnet152(num_classes=1000),
+                              [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9), channels_last=True)
+    return {"losses": losses, "batches": batches}
+
+
+def deeplab_hires_infer(torch):
+    """torchvision DeepLabV3 (ResNet-50 backbone, dilated: full-resolution feature maps at a stride of 8)
+    segmentation inference, fp16, on 1,024-pixel images in batches of 2 to 16, each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(2, 1024), (8, 1024), (16, 1024), (4, 1024), (12, 1024)]
+    model = torchvision.models.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None,
+                                                               num_classes=21, aux_loss=False)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(),
+                            lambda out: float(out["out"].float().argmax(1).sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def roberta_mlm_train(torch):
+    """RoBERTa-base masked-language-model training (`RobertaForMaskedLM(RobertaConfig(...))`, 50k vocabulary),
+    bf16 autocast, AdamW, 8 steps of 16 to 64 sequences of 512 tokens with 15 % of the tokens masked: logits of
+    up to 3 GiB."""
+    import random
+
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    torch.manual_seed(0)
+    vocab = 50265
+    model = RobertaForMaskedLM(RobertaConfig(vocab_size=vocab, max_position_embeddings=514))
+    rng = random.Random(0)
+    batches = [rng.choice([16, 32, 48, 64]) for _ in range(8)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        ids = torch.randint(5, vocab, (batch, 512), device="cuda", generator=gen)
+        masked = torch.rand(batch, 512, device="cuda", generator=gen) < 0.15
+        labels = torch.where(masked, ids, torch.full_like(ids, -100))
+        inputs = torch.where(masked, torch.full_like(ids, 4), ids)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=inputs, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, masked, labels, inputs, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -2633,7 +2707,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode,
                                      prefetch_stream_infer, grad_bucket_train, transformer_xl_train, nerf_train,
                                      fsdp_gather_train, lm_1b_train, llama_1b_generate, vit_large_train,
-                                     lm_2_7b_train, lm_6_7b_train)}
+                                     lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer,
+                                     resnet152_bigbatch_train, deeplab_hires_infer, roberta_mlm_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400}

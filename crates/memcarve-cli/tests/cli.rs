@@ -329,6 +329,10 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "vit_large_train.pickle.gz",
         "lm_2_7b_train.pickle.gz",
         "lm_6_7b_train.pickle.gz",
+        "resnet50_bigbatch_infer.pickle.gz",
+        "resnet152_bigbatch_train.pickle.gz",
+        "deeplab_hires_infer.pickle.gz",
+        "roberta_mlm_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -367,7 +371,11 @@ fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
     for row in &rows {
         let name = row["name"].as_str().unwrap();
         assert_eq!(row["policy"], "blocks");
-        assert_eq!(row["refused"], 0, "{name}: allocations refused");
+        // roberta_mlm_train's logits of 4.6 and 6.1 GiB (14 requests) are larger than the H200's Vulkan
+        // `maxMemoryAllocationSize` (4 GiB less 2 MiB): no block can hold them, and block mode refuses them, as a
+        // Vulkan application's allocation would fail; every other request is served.
+        let over_max_allocation_size = if name == "roberta_mlm_train.pickle.gz" { 14 } else { 0 };
+        assert_eq!(row["refused"], over_max_allocation_size, "{name}: allocations refused");
         let driver_ops = row["driver_ops"].as_u64().unwrap();
         let pytorch_ops = row["pytorch_segment_ops"].as_u64().unwrap();
         assert!(

@@ -482,3 +482,14 @@ fn fourteenth_session_large_recordings_match_an_independent_walk_and_the_recordi
 fn fifteenth_session_recording_matches_an_independent_walk_and_the_recording_script() {
     check_recorded("lm_6_7b_train.pickle.gz", (7_522, 78_277.7, 78_878.0, 1.008), 499, 3);
 }
+
+/// Recorded in the sixteenth session (2026-12-02 05:16 UTC): requests of hundreds of MiB and more (offline
+/// inference at batches up to 2,048, ResNet-152 training at batches up to 384, dilated segmentation at 1,024
+/// pixels, masked-language-model logits over a 50k vocabulary), replayed before anything was changed for them.
+#[test]
+fn sixteenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("resnet50_bigbatch_infer.pickle.gz", (3_220, 10_861.8, 17_076.0, 1.572), 26, 2);
+    check_recorded("resnet152_bigbatch_train.pickle.gz", (11_276, 33_562.7, 43_630.0, 1.300), 487, 3);
+    check_recorded("deeplab_hires_infer.pickle.gz", (3_544, 3_755.7, 11_548.0, 3.075), 41, 0);
+    check_recorded("roberta_mlm_train.pickle.gz", (12_858, 29_918.4, 38_604.0, 1.290), 186, 3);
+}
