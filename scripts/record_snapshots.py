@@ -21,9 +21,9 @@ diffusion_train, distill_train, lora_finetune, caption_generate, detection_train
 mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
 grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_train, llama_1b_generate,
 vit_large_train, lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer, resnet152_bigbatch_train,
-deeplab_hires_infer, roberta_mlm_train (see WORKLOADS). Prints one line per snapshot with its figures,
-computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library
-versions and the GPU).
+deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train (see WORKLOADS). Prints one line
+per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
+torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -2690,6 +2690,193 @@ def roberta_mlm_train(torch):
     del model, opt
     return {"batches": batches, "losses": losses}
 
+
+def paged_kv_serving(torch):
+    """A Llama-style decoder in plain torch (6 layers, 1024 wide, 8 heads of 128, 32k vocabulary), bf16, serving 12
+    requests with a paged KV cache as vLLM keeps one: per layer a pool of 512 blocks of 16 tokens for the keys and
+    one for the values, made once; each request holds a table of blocks, taken as it grows and given back when it
+    ends, and every step its new keys and values are written into its blocks and gathered back for attention. Up to
+    4 requests run at once, prompts of 64 to 1,024 tokens prefilled as a request joins, 16 to 96 new tokens each."""
+    import random
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    width, heads, layers, vocab, block, blocks = 1024, 8, 6, 32000, 16, 512
+    head_dim = width // heads
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.RMSNorm(width), nn.RMSNorm(width)
+            self.qkv, self.out = nn.Linear(width, 3 * width, bias=False), nn.Linear(width, width, bias=False)
+            self.up, self.down = nn.Linear(width, 2 * 2816, bias=False), nn.Linear(2816, width, bias=False)
+
+        def forward(self, x, pools, sequences):
+            # x: (tokens of every sequence, width); sequences: (block table, tokens before, token count) each
+            q, k, v = self.qkv(self.norm1(x)).split(width, dim=-1)
+            keys, values = (pool.view(-1, heads, head_dim) for pool in pools)
+            outs, start = [], 0
+            for table, past, count in sequences:
+                end = start + count
+                slots = torch.arange(past, past + count, device=x.device)
+                where = table[slots // block] * block + slots % block
+                keys[where] = k[start:end].view(count, heads, head_dim)
+                values[where] = v[start:end].view(count, heads, head_dim)
+                length = past + count
+                used = table[:(length + block - 1) // block]
+                kk = pools[0][used].view(-1, heads, head_dim)[:length].transpose(0, 1)
+                vv = pools[1][used].view(-1, heads, head_dim)[:length].transpose(0, 1)
+                qq = q[start:end].view(count, heads, head_dim).transpose(0, 1)
+                attn = F.scaled_dot_product_attention(qq.unsqueeze(0), kk.unsqueeze(0), vv.unsqueeze(0),
+                                                      is_causal=count > 1)
+                outs.append(attn.squeeze(0).transpose(0, 1).reshape(count, width))
+                start = end
+            x = x + self.out(torch.cat(outs))
+            gate, up = self.up(self.norm2(x)).chunk(2, dim=-1)
+            return x + self.down(F.silu(gate) * up)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
+            self.layers, self.norm = nn.ModuleList(Layer() for _ in range(layers)), nn.RMSNorm(width)
+
+        def forward(self, ids, pools, sequences):
+            x = self.embed(ids)
+            for layer, layer_pools in zip(self.layers, pools):
+                x = layer(x, layer_pools, sequences)
+            ends = torch.tensor([count for _, _, count in sequences], device=ids.device).cumsum(0) - 1
+            return self.head(self.norm(x[ends])).argmax(-1)
+
+    rng = random.Random(0)
+    requests = [(rng.randint(64, 1024), rng.randint(16, 96)) for _ in range(12)]  # prompt, new tokens
+    model = Model().eval()
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    pools = [tuple(torch.zeros(blocks, block, heads, head_dim, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(2)) for _ in range(layers)]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    free_blocks = list(range(blocks))
+    waiting, running, steps, token_sum = list(requests), [], 0, 0
+    with torch.inference_mode():
+        while waiting or running:
+            joining = []
+            while waiting and len(running) + len(joining) < 4:
+                prompt, new = waiting.pop(0)
+                ids = torch.randint(0, vocab, (prompt,), device="cuda", generator=gen)
+                joining.append({"blocks": [], "past": 0, "ids": ids, "left": new})
+            for seq in running:
+                seq["ids"] = seq["next"]
+            batch = running + joining
+            sequences = []
+            for seq in batch:
+                count = seq["ids"].numel()
+                while len(seq["blocks"]) * block < seq["past"] + count:
+                    seq["blocks"].append(free_blocks.pop())
+                sequences.append((torch.tensor(seq["blocks"], device="cuda"), seq["past"], count))
+            ids = torch.cat([seq["ids"] for seq in batch])
+            nexts = model(ids, pools, sequences)
+            del ids, sequences
+            running = []
+            for index, seq in enumerate(batch):
+                seq["past"] += seq["ids"].numel()
+                seq["next"], seq["ids"] = nexts[index:index + 1], None
+                seq["left"] -= 1
+                if seq["left"] > 0:
+                    running.append(seq)
+                else:
+                    token_sum += int(seq["next"].item())
+                    free_blocks.extend(seq["blocks"])
+            del batch, nexts
+            steps += 1
+    del model, pools
+    return {"requests": requests, "steps": steps, "token_sum": token_sum}
+
+
+def conformer_asr_train(torch):
+    """A Conformer-style speech recognizer in plain torch (80-bin log-mel frames subsampled by 4 with two strided 2-D
+    convolutions, 8 blocks 256 wide: half-step feed-forward, 4-head self-attention with padding masks, a
+    depthwise-convolution module of kernel 31 with batch norm, feed-forward), CTC loss over 128 tokens, bf16
+    autocast, AdamW, 10 steps of 8 to 32 utterances of 4 to 16 seconds (100 frames a second, each utterance of its
+    own length): another shape every step."""
+    import random
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    width, tokens = 256, 128
+
+    def feed_forward():
+        return nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 4 * width), nn.SiLU(),
+                             nn.Linear(4 * width, width))
+
+    class ConvModule(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(width)
+            self.pointwise1, self.pointwise2 = nn.Conv1d(width, 2 * width, 1), nn.Conv1d(width, width, 1)
+            self.depthwise = nn.Conv1d(width, width, 31, padding=15, groups=width)
+            self.batch_norm = nn.BatchNorm1d(width)
+
+        def forward(self, x):
+            y = F.glu(self.pointwise1(self.norm(x).transpose(1, 2)), dim=1)
+            return self.pointwise2(F.silu(self.batch_norm(self.depthwise(y)))).transpose(1, 2)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ff1, self.ff2, self.conv = feed_forward(), feed_forward(), ConvModule()
+            self.attn_norm, self.norm = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.attn = nn.MultiheadAttention(width, 4, batch_first=True)
+
+        def forward(self, x, pad):
+            x = x + 0.5 * self.ff1(x)
+            y = self.attn_norm(x)
+            x = x + self.attn(y, y, y, key_padding_mask=pad, need_weights=False)[0]
+            x = x + self.conv(x)
+            return self.norm(x + 0.5 * self.ff2(x))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.subsample = nn.Sequential(nn.Conv2d(1, width, 3, stride=2), nn.SiLU(),
+                                           nn.Conv2d(width, width, 3, stride=2), nn.SiLU())
+            self.proj = nn.Linear(width * 19, width)  # 80 bins -> 39 -> 19
+            self.blocks, self.out = nn.ModuleList(Block() for _ in range(8)), nn.Linear(width, tokens)
+
+        def forward(self, mel, pad):
+            x = self.proj(self.subsample(mel.unsqueeze(1)).permute(0, 2, 1, 3).flatten(2))
+            for block in self.blocks:
+                x = block(x, pad)
+            return self.out(x).log_softmax(-1)
+
+    rng = random.Random(0)
+    steps = [(rng.choice([8, 16, 24, 32]), rng.randint(4, 16)) for _ in range(10)]  # utterances, seconds
+    model = Model()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, seconds in steps:
+        frames = seconds * 100
+        mel = torch.randn(batch, frames, 80, device="cuda", generator=gen)
+        lengths = torch.randint(frames // 2, frames + 1, (batch,), device="cuda", generator=gen)
+        lengths[0] = frames
+        sub = ((lengths - 3) // 2 + 1 - 3) // 2 + 1
+        pad = torch.arange(int(sub.max()), device="cuda")[None, :] >= sub[:, None]
+        target_lengths = sub // 4
+        targets = torch.randint(1, tokens, (int(target_lengths.sum()),), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            log_probs = model(mel, pad)
+        loss = F.ctc_loss(log_probs.float().transpose(0, 1), targets, sub, target_lengths, zero_infinity=True)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del mel, lengths, sub, pad, target_lengths, targets, log_probs, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -2708,7 +2895,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      prefetch_stream_infer, grad_bucket_train, transformer_xl_train, nerf_train,
                                      fsdp_gather_train, lm_1b_train, llama_1b_generate, vit_large_train,
                                      lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer,
-                                     resnet152_bigbatch_train, deeplab_hires_infer, roberta_mlm_train)}
+                                     resnet152_bigbatch_train, deeplab_hires_infer, roberta_mlm_train,
+                                     paged_kv_serving, conformer_asr_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400}

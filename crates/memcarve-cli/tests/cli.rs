@@ -333,6 +333,8 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "resnet152_bigbatch_train.pickle.gz",
         "deeplab_hires_infer.pickle.gz",
         "roberta_mlm_train.pickle.gz",
+        "paged_kv_serving.pickle.gz",
+        "conformer_asr_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
