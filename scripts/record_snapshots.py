@@ -995,36 +995,32 @@ def conv_autoencoder_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
-def serving_continuous_batch(torch):
-    """A Llama-style decoder in plain torch (6 layers, 1024 wide, 8 heads of 128, 32k vocabulary), bf16, serving 16
-    requests by continuous batching: up to 6 run at once, each with its own KV cache per layer (grown by a token
-    a step with `torch.cat`), prompts of 32 to 768 tokens prefilled as a request joins, 16 to 128 new tokens each, so
-    caches of many lengths grow side by side and end at different times."""
-    import random
-
-    torch.manual_seed(0)
+def serving_decoder(torch, keys_values, width, heads, layers, vocab):
+    """A Llama-style decoder in plain torch for the serving workloads (`layers` layers `width` wide, `heads` heads,
+    RMSNorm, a SiLU-gated MLP of 2,816, a `vocab`-token vocabulary), built on the CPU. Its forward takes the token
+    ids of every running sequence, one after another, and (state, token count) per sequence; in each layer a
+    sequence's keys and values to attend over come from `keys_values(layer index, state, new keys, new values)`,
+    given its new ones as (count, heads, head size) and returning (heads, length, head size) each. Returns each
+    sequence's next token (greedy)."""
     nn, F = torch.nn, torch.nn.functional
-    width, heads, layers, vocab = 1024, 8, 6, 32000
     head_dim = width // heads
 
     class Layer(nn.Module):
-        def __init__(self):
+        def __init__(self, index):
             super().__init__()
+            self.index = index
             self.norm1, self.norm2 = nn.RMSNorm(width), nn.RMSNorm(width)
             self.qkv, self.out = nn.Linear(width, 3 * width, bias=False), nn.Linear(width, width, bias=False)
             self.up, self.down = nn.Linear(width, 2 * 2816, bias=False), nn.Linear(2816, width, bias=False)
 
-        def forward(self, x, caches):
-            # x: (tokens of every sequence, width); caches: per sequence [k, v] of (heads, length, head_dim)
+        def forward(self, x, sequences):
+            # x: (tokens of every sequence, width)
             q, k, v = self.qkv(self.norm1(x)).split(width, dim=-1)
             outs, start = [], 0
-            for cache, count in caches:
+            for state, count in sequences:
                 end = start + count
-                kk = k[start:end].view(count, heads, head_dim).transpose(0, 1)
-                vv = v[start:end].view(count, heads, head_dim).transpose(0, 1)
-                if cache[0] is not None:
-                    kk, vv = torch.cat([cache[0], kk], dim=1), torch.cat([cache[1], vv], dim=1)
-                cache[0], cache[1] = kk, vv
+                kk, vv = keys_values(self.index, state, k[start:end].view(count, heads, head_dim),
+                                     v[start:end].view(count, heads, head_dim))
                 qq = q[start:end].view(count, heads, head_dim).transpose(0, 1)
                 attn = F.scaled_dot_product_attention(qq.unsqueeze(0), kk.unsqueeze(0), vv.unsqueeze(0),
                                                       is_causal=count > 1)
@@ -1038,36 +1034,40 @@ def serving_continuous_batch(torch):
         def __init__(self):
             super().__init__()
             self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
-            self.layers, self.norm = nn.ModuleList(Layer() for _ in range(layers)), nn.RMSNorm(width)
+            self.layers, self.norm = nn.ModuleList(Layer(index) for index in range(layers)), nn.RMSNorm(width)
 
         def forward(self, ids, sequences):
-            # sequences: (per-layer caches, token count) per running sequence, in the order of `ids`
             x = self.embed(ids)
-            for index, layer in enumerate(self.layers):
-                x = layer(x, [(caches[index], count) for caches, count in sequences])
+            for layer in self.layers:
+                x = layer(x, sequences)
             ends = torch.tensor([count for _, count in sequences], device=ids.device).cumsum(0) - 1
             return self.head(self.norm(x[ends])).argmax(-1)
 
-    rng = random.Random(0)
-    requests = [(rng.randint(32, 768), rng.randint(16, 128)) for _ in range(16)]  # prompt, new tokens
-    model = Model().eval()
-    start_recording(torch)
-    model = model.to("cuda", torch.bfloat16)
+    return Model()
+
+
+def serve(torch, model, requests, at_once, vocab, new_state, step_state, finished):
+    """Serves `requests` (prompt tokens, new tokens) on `model` (a `serving_decoder`, on the GPU) by continuous
+    batching: up to `at_once` run at once, a request joining as another ends, its random prompt prefilled in the
+    step it joins, then a token a step (greedy). A sequence's state starts as `new_state()`; before each step
+    `step_state(state, count)` turns it into what the model's `keys_values` gets for `count` new tokens, and when
+    the sequence ends `finished(state)` sees it. Returns the steps taken and the sum of the last tokens."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     waiting, running, steps, token_sum = list(requests), [], 0, 0
     with torch.inference_mode():
         while waiting or running:
             joining = []
-            while waiting and len(running) + len(joining) < 6:
+            while waiting and len(running) + len(joining) < at_once:
                 prompt, new = waiting.pop(0)
                 ids = torch.randint(0, vocab, (prompt,), device="cuda", generator=gen)
-                joining.append({"caches": [[None, None] for _ in range(layers)], "ids": ids, "left": new})
+                joining.append({"state": new_state(), "ids": ids, "left": new})
             for seq in running:
                 seq["ids"] = seq["next"]
             batch = running + joining
+            sequences = [(step_state(seq["state"], seq["ids"].numel()), seq["ids"].numel()) for seq in batch]
             ids = torch.cat([seq["ids"] for seq in batch])
-            nexts = model(ids, [(seq["caches"], seq["ids"].numel()) for seq in batch])
-            del ids
+            nexts = model(ids, sequences)
+            del ids, sequences
             running = []
             for index, seq in enumerate(batch):
                 seq["next"], seq["ids"] = nexts[index:index + 1], None
@@ -1076,8 +1076,38 @@ def serving_continuous_batch(torch):
                     running.append(seq)
                 else:
                     token_sum += int(seq["next"].item())
+                    finished(seq["state"])
             del batch, nexts
             steps += 1
+    return steps, token_sum
+
+
+def serving_continuous_batch(torch):
+    """A Llama-style decoder in plain torch (6 layers, 1024 wide, 8 heads of 128, 32k vocabulary), bf16, serving 16
+    requests by continuous batching: up to 6 run at once, each with its own KV cache per layer (grown by a token
+    a step with `torch.cat`), prompts of 32 to 768 tokens prefilled as a request joins, 16 to 128 new tokens each, so
+    caches of many lengths grow side by side and end at different times."""
+    import random
+
+    torch.manual_seed(0)
+    layers, vocab = 6, 32000
+
+    def keys_values(layer, caches, k, v):
+        # caches: per layer [keys, values] of (heads, length, head size)
+        cache = caches[layer]
+        kk, vv = k.transpose(0, 1), v.transpose(0, 1)
+        if cache[0] is not None:
+            kk, vv = torch.cat([cache[0], kk], dim=1), torch.cat([cache[1], vv], dim=1)
+        cache[0], cache[1] = kk, vv
+        return kk, vv
+
+    rng = random.Random(0)
+    requests = [(rng.randint(32, 768), rng.randint(16, 128)) for _ in range(16)]  # prompt, new tokens
+    model = serving_decoder(torch, keys_values, 1024, 8, layers, vocab).eval()
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    steps, token_sum = serve(torch, model, requests, 6, vocab, lambda: [[None, None] for _ in range(layers)],
+                             lambda caches, count: caches, lambda caches: None)
     del model
     return {"requests": requests, "steps": steps, "token_sum": token_sum}
 
@@ -2700,95 +2730,39 @@ def paged_kv_serving(torch):
     import random
 
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
-    width, heads, layers, vocab, block, blocks = 1024, 8, 6, 32000, 16, 512
-    head_dim = width // heads
+    heads, layers, vocab, block, blocks = 8, 6, 32000, 16, 512
+    pools = []
 
-    class Layer(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm1, self.norm2 = nn.RMSNorm(width), nn.RMSNorm(width)
-            self.qkv, self.out = nn.Linear(width, 3 * width, bias=False), nn.Linear(width, width, bias=False)
-            self.up, self.down = nn.Linear(width, 2 * 2816, bias=False), nn.Linear(2816, width, bias=False)
-
-        def forward(self, x, pools, sequences):
-            # x: (tokens of every sequence, width); sequences: (block table, tokens before, token count) each
-            q, k, v = self.qkv(self.norm1(x)).split(width, dim=-1)
-            keys, values = (pool.view(-1, heads, head_dim) for pool in pools)
-            outs, start = [], 0
-            for table, past, count in sequences:
-                end = start + count
-                slots = torch.arange(past, past + count, device=x.device)
-                where = table[slots // block] * block + slots % block
-                keys[where] = k[start:end].view(count, heads, head_dim)
-                values[where] = v[start:end].view(count, heads, head_dim)
-                length = past + count
-                used = table[:(length + block - 1) // block]
-                kk = pools[0][used].view(-1, heads, head_dim)[:length].transpose(0, 1)
-                vv = pools[1][used].view(-1, heads, head_dim)[:length].transpose(0, 1)
-                qq = q[start:end].view(count, heads, head_dim).transpose(0, 1)
-                attn = F.scaled_dot_product_attention(qq.unsqueeze(0), kk.unsqueeze(0), vv.unsqueeze(0),
-                                                      is_causal=count > 1)
-                outs.append(attn.squeeze(0).transpose(0, 1).reshape(count, width))
-                start = end
-            x = x + self.out(torch.cat(outs))
-            gate, up = self.up(self.norm2(x)).chunk(2, dim=-1)
-            return x + self.down(F.silu(gate) * up)
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed, self.head = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
-            self.layers, self.norm = nn.ModuleList(Layer() for _ in range(layers)), nn.RMSNorm(width)
-
-        def forward(self, ids, pools, sequences):
-            x = self.embed(ids)
-            for layer, layer_pools in zip(self.layers, pools):
-                x = layer(x, layer_pools, sequences)
-            ends = torch.tensor([count for _, _, count in sequences], device=ids.device).cumsum(0) - 1
-            return self.head(self.norm(x[ends])).argmax(-1)
+    def keys_values(layer, state, k, v):
+        # state: (block table, tokens before); the pools: (blocks, block, heads, head size) for keys and values
+        (table, past), count = state, k.shape[0]
+        slots = torch.arange(past, past + count, device=k.device)
+        where = table[slots // block] * block + slots % block
+        pools[layer][0].view(-1, *k.shape[1:])[where] = k
+        pools[layer][1].view(-1, *k.shape[1:])[where] = v
+        length = past + count
+        used = table[:(length + block - 1) // block]
+        return tuple(pool[used].view(-1, *k.shape[1:])[:length].transpose(0, 1) for pool in pools[layer])
 
     rng = random.Random(0)
     requests = [(rng.randint(64, 1024), rng.randint(16, 96)) for _ in range(12)]  # prompt, new tokens
-    model = Model().eval()
+    model = serving_decoder(torch, keys_values, 1024, heads, layers, vocab).eval()
     start_recording(torch)
     model = model.to("cuda", torch.bfloat16)
-    pools = [tuple(torch.zeros(blocks, block, heads, head_dim, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(2)) for _ in range(layers)]
-    gen = torch.Generator(device="cuda").manual_seed(0)
+    pools.extend(tuple(torch.zeros(blocks, block, heads, 1024 // heads, device="cuda", dtype=torch.bfloat16)
+                       for _ in range(2)) for _ in range(layers))
     free_blocks = list(range(blocks))
-    waiting, running, steps, token_sum = list(requests), [], 0, 0
-    with torch.inference_mode():
-        while waiting or running:
-            joining = []
-            while waiting and len(running) + len(joining) < 4:
-                prompt, new = waiting.pop(0)
-                ids = torch.randint(0, vocab, (prompt,), device="cuda", generator=gen)
-                joining.append({"blocks": [], "past": 0, "ids": ids, "left": new})
-            for seq in running:
-                seq["ids"] = seq["next"]
-            batch = running + joining
-            sequences = []
-            for seq in batch:
-                count = seq["ids"].numel()
-                while len(seq["blocks"]) * block < seq["past"] + count:
-                    seq["blocks"].append(free_blocks.pop())
-                sequences.append((torch.tensor(seq["blocks"], device="cuda"), seq["past"], count))
-            ids = torch.cat([seq["ids"] for seq in batch])
-            nexts = model(ids, pools, sequences)
-            del ids, sequences
-            running = []
-            for index, seq in enumerate(batch):
-                seq["past"] += seq["ids"].numel()
-                seq["next"], seq["ids"] = nexts[index:index + 1], None
-                seq["left"] -= 1
-                if seq["left"] > 0:
-                    running.append(seq)
-                else:
-                    token_sum += int(seq["next"].item())
-                    free_blocks.extend(seq["blocks"])
-            del batch, nexts
-            steps += 1
+
+    def step_state(seq, count):
+        # The blocks the sequence needs for `count` more tokens, taken; then its table, on the GPU, and its length.
+        while len(seq["blocks"]) * block < seq["past"] + count:
+            seq["blocks"].append(free_blocks.pop())
+        state = (torch.tensor(seq["blocks"], device="cuda"), seq["past"])
+        seq["past"] += count
+        return state
+
+    steps, token_sum = serve(torch, model, requests, 4, vocab, lambda: {"blocks": [], "past": 0}, step_state,
+                             lambda seq: free_blocks.extend(seq["blocks"]))
     del model, pools
     return {"requests": requests, "steps": steps, "token_sum": token_sum}
 

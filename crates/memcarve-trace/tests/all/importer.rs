@@ -494,9 +494,9 @@ fn sixteenth_session_recordings_match_an_independent_walk_and_the_recording_scri
     check_recorded("roberta_mlm_train.pickle.gz", (12_858, 29_918.4, 38_604.0, 1.290), 186, 3);
 }
 
-/// Two more of the sixteenth session (2026-12-02 05:45 UTC), of kinds none of the others has: serving with a paged
-/// KV cache (block pools made once, gathered every step) and Conformer speech training on utterances of their own
-/// lengths.
+/// Two more of the sixteenth session (2026-12-02 05:45 and 05:56 UTC), of kinds none of the others has: serving
+/// with a paged KV cache (block pools made once, gathered every step) and Conformer speech training on utterances
+/// of their own lengths.
 #[test]
 fn sixteenth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
     check_recorded("paged_kv_serving.pickle.gz", (65_155, 580.1, 622.0, 1.072), 34, 1);
