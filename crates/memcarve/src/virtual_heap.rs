@@ -1759,7 +1759,7 @@ mod tests {
         VirtualHeapConfig, claim, highest_unready,
     };
     use crate::backends::host::{
-        FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
+        FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure, SplitMix64,
     };
     use crate::device::VirtualMemory;
 
@@ -1879,18 +1879,6 @@ mod tests {
         heap.destroy(&device);
     }
 
-    /// SplitMix64: a seeded sequence for the randomized test below.
-    fn sequence(seed: u64) -> impl FnMut() -> u64 {
-        let mut state = seed;
-        move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-    }
-
     #[test]
     fn random_operations_on_small_heaps_under_failures_keep_the_page_books_right() {
         // Heaps of 12 to 51 pages under four release policies, with and without growing series, a share of the
@@ -1898,7 +1886,8 @@ mod tests {
         // 2 MiB, some that may not commit, and trims: fresh addresses run out often, so unused mappings are
         // dropped and placements fall back to TLSF's good fit. The page checker runs after every operation, and
         // at the end every page must come back.
-        let mut next = sequence(7);
+        let mut rng = SplitMix64(7);
+        let mut next = move || rng.next_u64();
         for round in 0..400u64 {
             let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
             let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();

@@ -982,12 +982,13 @@ impl Ledger {
     }
 }
 
-/// SplitMix64: a tiny, good-enough deterministic generator for fault injection.
+/// SplitMix64: a tiny, good-enough deterministic generator for fault injection (and the crate's randomized unit
+/// tests).
 #[derive(Debug, Clone)]
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
