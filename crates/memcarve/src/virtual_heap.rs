@@ -14,13 +14,18 @@
 //! member to move, where the next ones follow it. Mappings nothing can use are unmapped past a bound per physical
 //! page.
 //!
-//! Invariants: every page a live allocation touches is mapped, and its physical page's owner is that address
-//! page (so two live allocations never share memory through different addresses); `page_users[p]` counts the
-//! live allocations touching page `p`; a physical page is alive exactly while it is mapped somewhere, and free
-//! exactly while it has no owner; every map or unmap call covers one contiguous range of addresses and counts as
-//! one driver operation.
+//! Invariants: every page a live allocation touches is mapped, and its physical page is in use by that address
+//! page alone (so two live allocations never share memory through different addresses); `page_users[p]` counts
+//! the live allocations touching page `p`; a physical page is alive exactly while it is mapped somewhere, and free
+//! exactly while it is alive and not in use; every map or unmap call covers one contiguous range of addresses and
+//! counts as one driver operation.
+//!
+//! An allocation's pages are taken and given back a page at a time, or, where they show long runs of consecutive
+//! physical pages (as large requests' pages mostly do), a run at a time: the runs are found in a bitmap over the
+//! address pages and the physical pages' flags are checked and changed eight at a time.
 
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
@@ -281,6 +286,19 @@ const MAPPINGS_PER_PAGE: u64 = 8;
 /// the lists presized too, docs/BENCHMARKS.md).
 const FIRST_PAGES: usize = 256;
 
+/// Windows are claimed and left a run of pages showing consecutive physical pages at a time where their runs are
+/// at least this many pages long on average; otherwise a page at a time, as the work per run (and the branches
+/// it mispredicts) costs more than it saves there. Tests use 3, so that the randomized ones go both ways.
+const LONG_RUN: usize = if cfg!(test) { 3 } else { 32 };
+
+/// Whether window `first..=last` is claimed and left by runs (see [`LONG_RUN`]).
+#[inline]
+fn by_runs(joined: &Bits, first: usize, last: usize) -> bool {
+    let pages = last - first + 1;
+    // Every page of the window but the first that is not joined to the one before it starts a run.
+    pages >= LONG_RUN && (joined.absent_in(first as u32 + 1, last as u32) as usize + 1) * LONG_RUN <= pages
+}
+
 /// Watches a heap's allocations and frees for a growing replacement series (see
 /// [`VirtualHeapConfig::with_growing_series`]) and remembers its live members. O(1) per operation, and O(members)
 /// per free of half a page or more.
@@ -369,17 +387,21 @@ impl GrowthSeries {
     }
 }
 
-/// The physical pages of a heap, named by ids: which address page uses each, which are free (alive, used by
-/// none; in queue order), and at which address pages each is mapped. A physical page is alive while
-/// it is mapped somewhere, as the device keeps it.
+/// The physical pages of a heap, named by ids: which are in use (by the one address page showing them that live
+/// allocations touch), which are free (alive, in use by none; in queue order), and at which address pages each is
+/// mapped. A physical page is alive while it is mapped somewhere, as the device keeps it.
 #[derive(Debug, Clone, Default)]
 struct PhysicalPages {
     /// Per id (one cache line holds all of an id's fields: the heap touches them together).
     ids: Vec<PhysicalPage>,
+    /// Per id, whether it is in use and whether `free_queue` holds an entry for it. The address page using a
+    /// page in use is the one of its mappings with users (`page_users`), or, in the middle of an allocation, the
+    /// page being made the request's.
+    states: States,
     /// Free pages in queue order: a page is queued when it becomes free, and one used and freed again while its
     /// entry is still queued keeps that entry's place (pages that come and go stay near the front; the order of
     /// the last frees instead made more driver operations, docs/BENCHMARKS.md). Stale entries (pages used or
-    /// dead since) are skipped when met; at most one entry per id (`queued`). The queue is
+    /// dead since) are skipped when met; at most one entry per id ([`QUEUED`]). The queue is
     /// `free_queue[queue_head..]`: taking from the front moves the head, and the entries before it are dropped
     /// when they are half the vector.
     free_queue: Vec<u32>,
@@ -391,96 +413,338 @@ struct PhysicalPages {
     epoch: u16,
 }
 
-/// What the heap knows of one physical page.
+/// What the heap knows of one physical page besides its flags in [`States`].
 #[derive(Debug, Clone, Copy)]
 struct PhysicalPage {
-    /// The address page using it, plus one (0: free).
-    owner: u32,
     /// Address pages it is mapped at (0: not alive).
     mappings: u32,
     /// The first address page of its list of mappings (NIL: none); the list continues in
     /// `VirtualHeap::next_alias`.
     first_alias: u32,
-    /// Whether `free_queue` holds an entry for it.
-    queued: bool,
-    /// The epoch of the last range check that saw it, to find two pages of one range mapped to one id (16 bits,
-    /// so that the record is 16 bytes: a cache line holds four whole; the stamps are reset every 65,535 checks).
+    /// The epoch of the last range check that saw it, to find two pages of one range mapped to one id (16 bits;
+    /// the stamps are reset every 65,535 checks).
     stamp: u16,
 }
 
+impl PhysicalPage {
+    const NEW: PhysicalPage = PhysicalPage { mappings: 0, first_alias: NIL, stamp: 0 };
+}
+
+/// [`States`]: the physical page is in use.
+const IN_USE: u8 = 1;
+/// [`States`]: the free queue holds an entry for the physical page.
+const QUEUED: u8 = 2;
+
+/// Per physical page id, a byte of flags ([`IN_USE`], [`QUEUED`]): a free loads and stores one byte per page,
+/// neighbouring ids are changed without each store waiting on the last one to the same word, and a run of ids is
+/// checked and changed over its bytes, which vectorizes.
+#[derive(Debug, Clone, Default)]
+struct States {
+    states: Vec<u8>,
+}
+
+impl States {
+    /// Makes room for ids below `len` (new ids have no flags).
+    fn cover(&mut self, len: usize) {
+        if len > self.states.len() {
+            self.states.resize(len, 0);
+        }
+    }
+
+    fn in_use(&self, id: u32) -> bool {
+        self.states[id as usize] & IN_USE != 0
+    }
+
+    #[cfg(any(test, feature = "check"))]
+    fn queued(&self, id: u32) -> bool {
+        self.states[id as usize] & QUEUED != 0
+    }
+
+    fn take(&mut self, id: u32) {
+        self.states[id as usize] |= IN_USE;
+    }
+
+    /// Clears [`IN_USE`] (a page given back as it was, or dead).
+    fn untake(&mut self, id: u32) {
+        self.states[id as usize] &= !IN_USE;
+    }
+
+    fn unqueue(&mut self, id: u32) {
+        self.states[id as usize] &= !QUEUED;
+    }
+
+    /// Clears [`IN_USE`] and queues the page (pushed to `queue`) unless an older entry of it is still queued.
+    #[inline]
+    fn release(&mut self, id: u32, queue: &mut Vec<u32>) {
+        let state = &mut self.states[id as usize];
+        let old = *state;
+        *state = (old & !IN_USE) | QUEUED;
+        if old & QUEUED == 0 {
+            queue.push(id);
+        }
+    }
+
+    /// Whether any id of `low..=high` has `flag`.
+    fn any_in(&self, low: u32, high: u32, flag: u8) -> bool {
+        or_all(&self.states[low as usize..=high as usize]) & flag != 0
+    }
+
+    /// The highest id of `low..=high` in use.
+    fn highest_in_use(&self, low: u32, high: u32) -> Option<u32> {
+        if !self.any_in(low, high, IN_USE) {
+            return None;
+        }
+        let at = self.states[low as usize..=high as usize].iter().rposition(|&state| state & IN_USE != 0)?;
+        Some(low + at as u32)
+    }
+
+    /// Puts every id of `low..=high` in use (`on`) or takes every one out of use.
+    fn take_range(&mut self, low: u32, high: u32, on: bool) {
+        let states = &mut self.states[low as usize..=high as usize];
+        if on {
+            mask_all(states, !0, IN_USE);
+        } else {
+            mask_all(states, !IN_USE, 0);
+        }
+    }
+
+    /// [`States::release`] on every id of `low..=high`, in order: eight ids at a time as a word, those none of
+    /// which is queued pushed in one go.
+    fn release_range(&mut self, low: u32, high: u32, queue: &mut Vec<u32>) {
+        let states = &mut self.states[low as usize..=high as usize];
+        let (and, or) = (u64::from_ne_bytes([!IN_USE; 8]), u64::from_ne_bytes([QUEUED; 8]));
+        let (chunks, rest) = states.as_chunks_mut::<8>();
+        let mut id = low;
+        for chunk in chunks {
+            let word = u64::from_ne_bytes(*chunk);
+            if word & or == 0 {
+                queue.extend(id..id + 8);
+            } else if word & or != or {
+                let unqueued = chunk.iter().zip(id..).filter(|&(&state, _)| state & QUEUED == 0);
+                queue.extend(unqueued.map(|(_, id)| id));
+            }
+            *chunk = ((word & and) | or).to_ne_bytes();
+            id += 8;
+        }
+        for state in rest {
+            if *state & QUEUED == 0 {
+                queue.push(id);
+            }
+            *state = (*state & !IN_USE) | QUEUED;
+            id += 1;
+        }
+    }
+}
+
+/// The bytes of `states` or'ed together: eight at a time as a word, the last eight overlapping the eight before
+/// them where the length is not a multiple of eight (or'ing a byte twice changes nothing), so that there is no
+/// loop over the bytes left.
+fn or_all(states: &[u8]) -> u8 {
+    let tail = states.len().checked_sub(8).and_then(|start| <&[u8; 8]>::try_from(&states[start..]).ok());
+    let Some(tail) = tail else {
+        return states.iter().fold(0, |all, &state| all | state);
+    };
+    let words = states
+        .as_chunks::<8>()
+        .0
+        .iter()
+        .fold(u64::from_ne_bytes(*tail), |all, chunk| all | u64::from_ne_bytes(*chunk));
+    words.to_ne_bytes().iter().fold(0, |all, &state| all | state)
+}
+
+/// Each byte of `states` and'ed with `and` and then or'ed with `or`, eight at a time as in [`or_all`] (doing it
+/// twice to a byte changes nothing either).
+fn mask_all(states: &mut [u8], and: u8, or: u8) {
+    let len = states.len();
+    if len < 8 {
+        states.iter_mut().for_each(|state| *state = (*state & and) | or);
+        return;
+    }
+    let (and, or) = (u64::from_ne_bytes([and; 8]), u64::from_ne_bytes([or; 8]));
+    for chunk in states.as_chunks_mut::<8>().0 {
+        *chunk = ((u64::from_ne_bytes(*chunk) & and) | or).to_ne_bytes();
+    }
+    if let Ok(tail) = <&mut [u8; 8]>::try_from(&mut states[len - 8..]) {
+        *tail = ((u64::from_ne_bytes(*tail) & and) | or).to_ne_bytes();
+    }
+}
+
+/// A set of address pages as bits, searched a word at a time.
+#[derive(Debug, Clone, Default)]
+struct Bits {
+    words: Vec<u64>,
+}
+
+/// The bits `low..=high` of a word (`low <= high < 64`).
+fn bits(low: u32, high: u32) -> u64 {
+    (!0u64 >> (63 - high)) & (!0u64 << low)
+}
+
+impl Bits {
+    /// Makes room for numbers below `len` (new numbers are not members).
+    fn cover(&mut self, len: usize) {
+        let words = len.div_ceil(64);
+        if words > self.words.len() {
+            self.words.resize(words.max(self.words.len() * 2), 0);
+        }
+    }
+
+    #[cfg(any(test, feature = "check"))]
+    fn contains(&self, page: u32) -> bool {
+        self.words[page as usize >> 6] >> (page & 63) & 1 != 0
+    }
+
+    /// Adds (`on`) or removes `page`.
+    fn set(&mut self, page: u32, on: bool) {
+        let (word, bit) = (&mut self.words[page as usize >> 6], 1 << (page & 63));
+        *word = if on { *word | bit } else { *word & !bit };
+    }
+
+    /// How many numbers of `low..=high` (`low <= high`) are not members.
+    fn absent_in(&self, low: u32, high: u32) -> u32 {
+        let (mut word, last) = (low as usize >> 6, high as usize >> 6);
+        let mut absent = (!self.words[word] & (!0 << (low & 63))).count_ones();
+        while word < last {
+            word += 1;
+            absent += (!self.words[word]).count_ones();
+        }
+        absent - (!self.words[last] & !bits(0, high & 63)).count_ones()
+    }
+
+    /// The highest number of `low..=high` that is not a member.
+    fn highest_absent_in(&self, low: u32, high: u32) -> Option<u32> {
+        let (first, mut word) = (low as usize >> 6, high as usize >> 6);
+        let mut absent = !self.words[word] & bits(0, high & 63);
+        loop {
+            if word == first {
+                absent &= !0 << (low & 63);
+            }
+            if absent != 0 {
+                return Some((word as u32) << 6 | (63 - absent.leading_zeros()));
+            }
+            if word == first {
+                return None;
+            }
+            word -= 1;
+            absent = !self.words[word];
+        }
+    }
+
+    /// The lowest number of `low..=high` that is not a member.
+    fn lowest_absent_in(&self, low: u32, high: u32) -> Option<u32> {
+        let (mut word, last) = (low as usize >> 6, high as usize >> 6);
+        let mut absent = !self.words[word] & (!0 << (low & 63));
+        loop {
+            if word == last {
+                absent &= bits(0, high & 63);
+            }
+            if absent != 0 {
+                return Some((word as u32) << 6 | absent.trailing_zeros());
+            }
+            if word == last {
+                return None;
+            }
+            word += 1;
+            absent = !self.words[word];
+        }
+    }
+}
+
 impl PhysicalPages {
-    /// An id for a new physical page (not alive yet, not free), as [`PhysicalPages::new_ids`] hands them out: for
-    /// tests.
+    /// An id for a new physical page (not alive yet, not in use), as [`PhysicalPages::new_ids`] hands them out:
+    /// for tests.
     #[cfg(test)]
     fn new_id(&mut self) -> u32 {
-        if let Some(id) = self.spare_ids.pop() {
-            return id;
-        }
-        let id = self.ids.len() as u32;
-        self.ids.push(PhysicalPage { owner: 0, mappings: 0, first_alias: NIL, queued: false, stamp: 0 });
-        id
+        let mut ids = Vec::new();
+        self.new_ids(1, false, &mut ids);
+        ids[0]
     }
 
-    /// New physical pages (not alive yet), one for each user in `owners` (an address page plus one, 0: none),
-    /// pushed to `ids`: spare ids first (the last one spared first), then ids past the last, their records made
-    /// in one go.
-    fn new_ids(&mut self, mut owners: impl ExactSizeIterator<Item = u32>, ids: &mut Vec<u32>) {
-        while owners.len() > 0
-            && let Some(id) = self.spare_ids.pop()
-        {
-            self.ids[id as usize].owner = owners.next().unwrap_or(0);
+    /// `count` new physical pages (not alive yet), in use (`in_use`, a request's own) or not (pages mapped
+    /// ahead), pushed to `ids`: spare ids first (the last one spared first), then ids past the last, their records
+    /// made in one go.
+    fn new_ids(&mut self, count: usize, in_use: bool, ids: &mut Vec<u32>) {
+        let spared = count.min(self.spare_ids.len());
+        for _ in 0..spared {
+            let id = self.spare_ids.pop().unwrap_or_default();
+            if in_use {
+                self.states.take(id);
+            }
             ids.push(id);
         }
-        let (start, count) = (self.ids.len() as u32, owners.len() as u32);
-        self.ids.extend(owners.map(|owner| PhysicalPage {
-            owner,
-            mappings: 0,
-            first_alias: NIL,
-            queued: false,
-            stamp: 0,
-        }));
-        ids.extend(start..start + count);
+        let (start, fresh) = (self.ids.len(), count - spared);
+        self.ids.resize(start + fresh, PhysicalPage::NEW);
+        self.states.cover(self.ids.len());
+        let (start, end) = (start as u32, (start + fresh) as u32);
+        if in_use && fresh > 0 {
+            self.states.take_range(start, end - 1, true);
+        }
+        ids.extend(start..end);
     }
 
-    /// Makes address page `page` the user of physical page `id` unless the physical page has one already: a free
-    /// page (alive, no user) leaves the free count; a new one (not mapped yet) has no count to leave.
-    fn take(&mut self, id: u32, page: usize) {
-        let physical = &mut self.ids[id as usize];
-        if physical.owner == 0 {
-            self.free_count -= u64::from(physical.mappings > 0);
-            physical.owner = page as u32 + 1;
+    /// Puts physical page `id` in use unless it is already: a free page (alive, not in use) leaves the free count;
+    /// a new one (not mapped yet) has no count to leave.
+    fn take(&mut self, id: u32) {
+        if !self.states.in_use(id) {
+            self.free_count -= u64::from(self.ids[id as usize].mappings > 0);
+            self.states.take(id);
         }
     }
 
     /// Makes physical page `id` (alive, or being mapped now) free, queued behind the others unless an older entry
     /// of it is still queued.
-    #[inline]
     fn release(&mut self, id: u32) {
-        release_record(&mut self.ids[id as usize], id, &mut self.free_queue);
+        self.states.release(id, &mut self.free_queue);
         self.free_count += 1;
     }
 
-    /// [`PhysicalPages::take`] for each address page from `first` on, mapped as `mapped` (all mapped), counting
-    /// a user more on each (`users`). The free count is kept in a local until the end: a store to it per page
-    /// chained each page's work to the last one's.
-    fn take_range(&mut self, mapped: &[u32], users: &mut [u32], first: usize) {
-        let mut taken = 0;
-        for ((users, &mapped), page) in users.iter_mut().zip(mapped).zip(first..) {
-            // `take`'s body, inline: through a shared helper the loop ran 1.5-4 % slower (gnn_train, lstm_train).
-            let physical = &mut self.ids[mapped as usize - 1];
-            if physical.owner == 0 {
-                taken += u64::from(physical.mappings > 0);
-                physical.owner = page as u32 + 1;
-            }
-            *users += 1;
+    /// After an allocation's free: a user fewer on each of pages `first..=last` (`users`, mapped as `mapped`),
+    /// and the physical pages of those left without one [released](PhysicalPages::release), lowest page first.
+    /// The pages between the first and the last had the allocation as their only user; the first and last may
+    /// keep others (neighbours). A run of pages showing consecutive physical pages (`joined`) is released eight
+    /// flags at a time; a window of short runs a page at a time (see [`LONG_RUN`]).
+    fn leave_range(&mut self, mapped: &[u32], users: &mut [u32], joined: &Bits, first: usize, last: usize) {
+        if by_runs(joined, first, last) {
+            self.leave_runs(mapped, users, joined, first, last);
+        } else {
+            self.leave_pages(mapped, users, first, last);
         }
-        self.free_count -= taken;
     }
 
-    /// The inverse of [`PhysicalPages::take_range`] after an allocation's free: a user fewer on each page, and
-    /// the physical pages of those left without one [released](PhysicalPages::release).
-    fn leave_range(&mut self, mapped: &[u32], users: &mut [u32]) {
-        self.free_count += leave_pages(&mut self.ids, &mut self.free_queue, mapped, users);
+    /// [`PhysicalPages::leave_range`] a page at a time.
+    fn leave_pages(&mut self, mapped: &[u32], users: &mut [u32], first: usize, last: usize) {
+        // Split borrows and a local count, so that the queue's length and the count stay in registers.
+        let (states, queue) = (&mut self.states, &mut self.free_queue);
+        let mut freed = 0;
+        for (users, &mapped) in users[first..=last].iter_mut().zip(&mapped[first..=last]) {
+            *users -= 1;
+            if *users == 0 {
+                states.release(mapped - 1, queue);
+                freed += 1;
+            }
+        }
+        self.free_count += freed;
+    }
+
+    /// [`PhysicalPages::leave_range`] a run of pages showing consecutive physical pages at a time.
+    fn leave_runs(&mut self, mapped: &[u32], users: &mut [u32], joined: &Bits, first: usize, last: usize) {
+        users[first..=last].iter_mut().for_each(|users| *users -= 1);
+        let kept = (users[first] > 0, users[last] > 0);
+        debug_assert!(last <= first || users[first + 1..last].iter().all(|&users| users == 0));
+        let mut bottom = first;
+        loop {
+            let top = run_end(joined, bottom, last);
+            let id_top = mapped[top] - 1;
+            if let Some((low, high)) = run_ids((bottom, top), id_top, (first, last), kept) {
+                // Queued behind the others, but for those whose older entries are still queued.
+                self.states.release_range(low, high, &mut self.free_queue);
+                self.free_count += u64::from(high - low + 1);
+            }
+            if top == last {
+                break;
+            }
+            bottom = top + 1;
+        }
     }
 
     /// Counts one free page fewer (the page's queue entry goes stale and is skipped when met).
@@ -489,34 +753,31 @@ impl PhysicalPages {
     }
 
     fn is_free(&self, id: u32) -> bool {
-        let page = &self.ids[id as usize];
-        page.mappings > 0 && page.owner == 0
+        self.ids[id as usize].mappings > 0 && !self.states.in_use(id)
     }
 
-    /// For pages `first..=last` in turn, the first free page in queue order, taken for it, until none is left
+    /// For pages `first..=last` in turn, the first free page in queue order, put in use, until none is left
     /// (stale entries in front of it are dropped; the taken page's entry stays at the head until the next look
     /// drops it, and an exhausted queue is emptied). The queue's head and the free count stay in locals. Pushes
     /// the ids to `ids`; returns how many pages got one.
     fn take_first_free(&mut self, first: usize, last: usize, ids: &mut Vec<u32>) -> usize {
         let (mut head, mut taken) = (self.queue_head, 0);
-        let mut page = first;
-        while page <= last {
+        let wanted = last + 1 - first;
+        while taken < wanted {
             let Some(&id) = self.free_queue.get(head) else {
                 self.free_queue.clear();
                 head = 0;
                 break;
             };
-            let physical = &mut self.ids[id as usize];
-            if physical.mappings == 0 || physical.owner != 0 {
+            if self.ids[id as usize].mappings == 0 || self.states.in_use(id) {
                 // Stale: used or dead since it was queued.
                 head += 1;
-                physical.queued = false;
+                self.states.unqueue(id);
                 continue;
             }
-            physical.owner = page as u32 + 1;
+            self.states.take(id);
             taken += 1;
             ids.push(id);
-            page += 1;
         }
         self.queue_head = head;
         self.free_count -= taken as u64;
@@ -552,38 +813,50 @@ impl PhysicalPages {
     }
 }
 
-/// [`PhysicalPages::release`] on physical page `id`'s record: no user, and queued behind the others unless an older
-/// entry of it is still queued (the caller counts it free).
-#[inline]
-fn release_record(physical: &mut PhysicalPage, id: u32, queue: &mut Vec<u32>) {
-    physical.owner = 0;
-    if !physical.queued {
-        physical.queued = true;
-        queue.push(id);
-    }
+/// Whether address page `page` shows the physical page after the one page `page - 1` shows (both mapped): the
+/// bit `joined` holds for it.
+fn joins(mapped: &[u32], page: usize) -> bool {
+    page > 0 && mapped[page - 1] != 0 && mapped[page] == mapped[page - 1] + 1
 }
 
-/// [`PhysicalPages::leave_range`]'s loop, apart so that the compiler knows the queue and the pages' records
-/// apart (the queue's length stays in a register). Returns the pages it freed.
-fn leave_pages(ids: &mut [PhysicalPage], queue: &mut Vec<u32>, mapped: &[u32], users: &mut [u32]) -> u64 {
-    let mut freed = 0;
-    for (users, &mapped) in users.iter_mut().zip(mapped) {
-        *users -= 1;
-        if *users == 0 {
-            let id = mapped - 1;
-            release_record(&mut ids[id as usize], id, queue);
-            freed += 1;
-        }
+/// The lowest page of `first..=top` from which the pages up to `top` show consecutive physical pages (`joined`).
+fn run_start(joined: &Bits, first: usize, top: usize) -> usize {
+    if top == first {
+        return first;
     }
-    freed
+    joined.highest_absent_in(first as u32 + 1, top as u32).map_or(first, |page| page as usize)
+}
+
+/// The highest page of `bottom..=last` up to which the pages from `bottom` show consecutive physical pages.
+fn run_end(joined: &Bits, bottom: usize, last: usize) -> usize {
+    if bottom == last {
+        return last;
+    }
+    joined.lowest_absent_in(bottom as u32 + 1, last as u32).map_or(last, |page| page as usize - 1)
+}
+
+/// The ids of the pages `bottom..=top` of a window `first..=last` (a run of consecutive ids, `top` showing
+/// `id_top`), leaving out the window's first and last page where `edges` says they have users of their own: the
+/// lowest and highest, or None when no page is left.
+fn run_ids(
+    (bottom, top): (usize, usize),
+    id_top: u32,
+    (first, last): (usize, usize),
+    edges: (bool, bool),
+) -> Option<(u32, u32)> {
+    let low = bottom + usize::from(bottom == first && edges.0);
+    let end = top + 1 - usize::from(top == last && edges.1);
+    (low < end).then(|| (id_top - (top - low) as u32, id_top - (top + 1 - end) as u32))
 }
 
 /// A mapping's bookkeeping, apart so that the compiler knows the queue and the pages' records apart: address
 /// pages from `first` on (`mapped`, `next_alias`) are mapped to `ids` in turn and joined to each id's list of
 /// mappings; ids mapped for the first time are born, and those past the request's `own` pages (new pages
-/// mapped ahead) are free and queued. Returns the pages born and those of them free.
+/// mapped ahead, not in use) are free and queued. Returns the pages born and those of them free.
+#[allow(clippy::too_many_arguments)]
 fn link_mappings(
     records: &mut [PhysicalPage],
+    states: &mut States,
     queue: &mut Vec<u32>,
     ids: &[u32],
     own: usize,
@@ -602,7 +875,7 @@ fn link_mappings(
             born += 1;
             if index >= own {
                 // A new page ahead of the request: free.
-                release_record(physical, id, queue);
+                states.release(id, queue);
                 born_free += 1;
             }
         }
@@ -622,19 +895,21 @@ enum PageNeed {
     Conflict,
 }
 
-/// What page `page` of a range needs, the higher pages of the range having been stamped with `epoch`.
-fn page_need(mapped: &[u32], phys: &mut PhysicalPages, page: usize, epoch: u16) -> PageNeed {
-    need_of(mapped[page], phys, page, epoch)
+/// What page `page` of a range needs (`users` its users), the higher pages of the range having been stamped with
+/// `epoch`.
+fn page_need(mapped: &[u32], users: &[u32], phys: &mut PhysicalPages, page: usize, epoch: u16) -> PageNeed {
+    need_of(mapped[page], users[page], phys, epoch)
 }
 
-/// [`page_need`] for page `page`, mapped to `mapped` (the physical page plus one, 0: unmapped).
-fn need_of(mapped: u32, phys: &mut PhysicalPages, page: usize, epoch: u16) -> PageNeed {
+/// [`page_need`] for a page mapped to `mapped` (the physical page plus one, 0: unmapped) with `users` users.
+fn need_of(mapped: u32, users: u32, phys: &mut PhysicalPages, epoch: u16) -> PageNeed {
     let Some(id) = mapped.checked_sub(1) else { return PageNeed::Unmapped };
-    let physical = &mut phys.ids[id as usize];
-    if physical.owner != 0 && physical.owner != page as u32 + 1 {
+    // A page with users uses its physical page; one without whose physical page is in use shows another's.
+    if users == 0 && phys.states.in_use(id) {
         return PageNeed::Conflict;
     }
     // Only a page mapped at several addresses can show twice in one range.
+    let physical = &mut phys.ids[id as usize];
     if physical.mappings > 1 {
         if physical.stamp == epoch {
             return PageNeed::Conflict;
@@ -651,69 +926,136 @@ fn align_up(value: u64, alignment: u64) -> Option<u64> {
 }
 
 /// The highest page of `[first, last]` a request cannot use as it is (see [`PageNeed`]).
-fn highest_unready(mapped: &[u32], phys: &mut PhysicalPages, first: usize, last: usize) -> Option<usize> {
+fn highest_unready(
+    mapped: &[u32],
+    users: &[u32],
+    phys: &mut PhysicalPages,
+    first: usize,
+    last: usize,
+) -> Option<usize> {
     let epoch = phys.next_epoch();
-    mapped[first..=last]
-        .iter()
+    let window = mapped[first..=last].iter().zip(&users[first..=last]);
+    window
         .zip(first..last + 1)
         .rev()
-        .find(|&(&id, page)| need_of(id, phys, page, epoch) != PageNeed::Ready)
+        .find(|&((&mapped, &users), _)| need_of(mapped, users, phys, epoch) != PageNeed::Ready)
         .map(|(_, page)| page)
 }
 
-/// Makes pages `[first, last]` a request's if it can use every one as it is: [`highest_unready`] and
-/// [`PhysicalPages::take_range`] in one pass. From the top page down, each ready page is taken as it is met (its
-/// physical page's user set unless it has one already, a user more counted), so that a physical page shown twice
-/// in the range is met the second time as another page's: not ready, as the stamps of [`highest_unready`] would
-/// have found it. On the first page that is not ready, the pages taken so far are given back as they were (a
-/// page without users has no physical page of its own) and that page, the highest not ready, is the error.
+/// Makes pages `[first, last]` a request's if it can use every one as it is: [`highest_unready`] and the taking
+/// in one pass. A window lies in a free range, so only its first and last page can have users (the allocations
+/// next to it), whose physical pages are theirs already; every other page needs a physical page not in use. The
+/// window is looked at from the top down, a run of pages showing consecutive physical pages (`joined`) at a time,
+/// their flags checked and set eight at a time, or, where the runs are short (see [`LONG_RUN`]), a page at a
+/// time, so that a physical page shown twice in the window is met the second time in use: not ready, as the stamps
+/// of [`highest_unready`] would have found it. At the first page that is not ready, the pages taken so far are given back and that page, the
+/// highest not ready, is the error. Otherwise each page counts a user more.
 fn claim(
+    mapped: &[u32],
+    users: &mut [u32],
+    joined: &Bits,
+    phys: &mut PhysicalPages,
+    first: usize,
+    last: usize,
+) -> Result<(), usize> {
+    if by_runs(joined, first, last) {
+        claim_runs(mapped, users, joined, phys, first, last)
+    } else {
+        claim_pages(mapped, users, phys, first, last)
+    }
+}
+
+/// [`claim`] a run of pages showing consecutive physical pages at a time.
+fn claim_runs(
+    mapped: &[u32],
+    users: &mut [u32],
+    joined: &Bits,
+    phys: &mut PhysicalPages,
+    first: usize,
+    last: usize,
+) -> Result<(), usize> {
+    let edges = (users[first] > 0, users[last] > 0);
+    debug_assert!(last <= first || users[first + 1..last].iter().all(|&users| users == 0));
+    let (mut top, mut taken) = (last, 0);
+    // The page not ready and the top of its run.
+    let failed = loop {
+        let Some(id_top) = mapped[top].checked_sub(1).filter(|&id| (id as usize) < phys.ids.len()) else {
+            break Some((top, top));
+        };
+        let bottom = run_start(joined, first, top);
+        if let Some((low, high)) = run_ids((bottom, top), id_top, (first, last), edges) {
+            if let Some(id) = phys.states.highest_in_use(low, high) {
+                break Some((top - (id_top - id) as usize, top));
+            }
+            phys.states.take_range(low, high, true);
+            taken += u64::from(high - low + 1);
+        }
+        if bottom == first {
+            break None;
+        }
+        top = bottom - 1;
+    };
+    if let Some((page, run_top)) = failed {
+        // The runs above the one that failed were taken: the same runs, given back.
+        let mut top = last;
+        while top > run_top {
+            let bottom = run_start(joined, run_top + 1, top);
+            if let Some((low, high)) = run_ids((bottom, top), mapped[top] - 1, (first, last), edges) {
+                phys.states.take_range(low, high, false);
+            }
+            top = bottom - 1;
+        }
+        return Err(page);
+    }
+    users[first..=last].iter_mut().for_each(|users| *users += 1);
+    // Mapped pages are alive: each taken one was free.
+    phys.free_count -= taken;
+    Ok(())
+}
+
+/// [`claim`] on a short window, a page at a time: each page is counted a user more as it is met, so that the
+/// common case, success, takes one pass.
+fn claim_pages(
     mapped: &[u32],
     users: &mut [u32],
     phys: &mut PhysicalPages,
     first: usize,
     last: usize,
 ) -> Result<(), usize> {
-    let records = &mut phys.ids[..];
-    let mut taken = 0;
-    let mut unready = None;
+    let states = &mut phys.states.states[..];
+    let (mut taken, mut failed) = (0, None);
     let window = mapped[first..=last].iter().zip(users[first..=last].iter_mut());
     for ((&mapped, users), page) in window.zip(first..last + 1).rev() {
-        let owner = page as u32 + 1;
-        let Some(physical) = mapped.checked_sub(1).and_then(|id| records.get_mut(id as usize)) else {
-            unready = Some(page);
-            break;
-        };
-        if physical.owner == 0 {
-            physical.owner = owner;
+        if *users == 0 {
+            // Unmapped (an id past every state) or in use: not ready.
+            match states.get_mut(mapped.wrapping_sub(1) as usize) {
+                Some(state) if *state & IN_USE == 0 => *state |= IN_USE,
+                _ => {
+                    failed = Some(page);
+                    break;
+                }
+            }
             taken += 1;
-        } else if physical.owner != owner {
-            unready = Some(page);
-            break;
         }
         *users += 1;
     }
-    if let Some(page) = unready {
+    if let Some(page) = failed {
         for page in page + 1..=last {
             users[page] -= 1;
             if users[page] == 0 {
-                records[mapped[page] as usize - 1].owner = 0;
+                phys.states.untake(mapped[page] - 1);
             }
         }
         return Err(page);
     }
-    // Mapped pages are alive: each taken one was free.
     phys.free_count -= taken;
     Ok(())
 }
 
 /// Whether page `page` cannot be used as it is (unmapped, or showing a physical page another address page uses),
 /// leaving aside a physical page shown twice in one range.
-fn unready_alone(mapped: &[u32], phys: &PhysicalPages, page: usize) -> bool {
-    mapped[page].checked_sub(1).is_none_or(|id| {
-        let owner = phys.ids[id as usize].owner;
-        owner != 0 && owner != page as u32 + 1
-    })
+fn unready_alone(mapped: &[u32], users: &[u32], phys: &PhysicalPages, page: usize) -> bool {
+    mapped[page].checked_sub(1).is_none_or(|id| phys.states.in_use(id) && users[page] == 0)
 }
 
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
@@ -727,6 +1069,9 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     mapped: Vec<u32>,
     /// Per mapped address page: the next address page mapped to the same physical page (NIL: the last).
     next_alias: Vec<u32>,
+    /// The address pages that show the physical page after the one the page before them shows ([`joins`]): runs
+    /// of consecutive physical pages, found a word at a time.
+    joined: Bits,
     /// One past the highest mapped address page (0 when none is).
     mapped_end: usize,
     /// Address pages in the reservation; the per-page vectors grow towards it as pages are used.
@@ -796,6 +1141,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             page_users: Vec::new(),
             mapped: Vec::new(),
             next_alias: Vec::new(),
+            joined: Bits::default(),
             mapped_end: 0,
             page_count: pages,
             phys: PhysicalPages {
@@ -893,11 +1239,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.mapped.resize(len, 0);
         self.page_users.resize(len, 0);
         self.next_alias.resize(len, 0);
+        self.joined.cover(len);
     }
 
     fn unready(&mut self, first: usize, last: usize) -> bool {
         self.cover_pages(last + 1);
-        highest_unready(&self.mapped, &mut self.phys, first, last).is_some()
+        highest_unready(&self.mapped, &self.page_users, &mut self.phys, first, last).is_some()
     }
 
     /// Allocates `size` bytes and maps the pages it touches that it cannot use as they are.
@@ -960,7 +1307,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 // Their physical pages are theirs already: only the users are counted.
                 self.page_users[first..=last].iter_mut().for_each(|users| *users += 1);
             } else {
-                self.phys.take_range(&self.mapped[first..=last], &mut self.page_users[first..=last], first);
+                let claimed =
+                    claim(&self.mapped, &mut self.page_users, &self.joined, &mut self.phys, first, last);
+                debug_assert!(claimed.is_ok(), "every page was found ready");
             }
         }
         self.stats.live_bytes += size;
@@ -984,14 +1333,15 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let cursor = self.series.as_ref()?.cursor?;
         let span = self.span(size);
         let shift = self.page_shift;
-        let (mapped, users, phys) = (&self.mapped[..], &mut self.page_users[..], &mut self.phys);
+        let (mapped, users, joined, phys) =
+            (&self.mapped[..], &mut self.page_users[..], &self.joined, &mut self.phys);
         let mut claimed = None;
         let place = |start: u64, len: u64| {
             let offset = align_up(cursor, alignment)?;
             let last = ((offset.checked_add(span)? - 1) >> shift) as usize;
             let fits = start <= offset && offset + span <= start + len && last < mapped.len();
             let first = (offset >> shift) as usize;
-            (fits && claim(mapped, users, phys, first, last).is_ok()).then(|| {
+            (fits && claim(mapped, users, joined, phys, first, last).is_ok()).then(|| {
                 claimed = Some((first, last));
                 offset
             })
@@ -1012,24 +1362,25 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     fn place_in_good_fit(&mut self, size: u64, alignment: u64) -> Option<memcarve_core::Allocation> {
         let span = self.span(size);
         let shift = self.page_shift;
-        let (mapped, users, phys) = (&self.mapped[..], &mut self.page_users[..], &mut self.phys);
+        let (mapped, users, joined, phys) =
+            (&self.mapped[..], &mut self.page_users[..], &self.joined, &mut self.phys);
         let mut claimed = None;
         let place = |start: u64, len: u64| {
             // Pages past the per-page vectors were never mapped.
             let end = (start + len).min((mapped.len() as u64) << shift);
             // Ok when the window at `offset` is ready (and taken); otherwise the highest page it cannot use, if
             // one was seen.
-            let mut check = |phys: &mut PhysicalPages, offset: u64| {
+            let mut check = |phys: &mut PhysicalPages, users: &mut [u32], offset: u64| {
                 if offset + span > end {
                     return Err(None);
                 }
                 let (first, last) = ((offset >> shift) as usize, ((offset + span - 1) >> shift) as usize);
-                claim(mapped, users, phys, first, last).map_err(Some)?;
+                claim(mapped, users, joined, phys, first, last).map_err(Some)?;
                 claimed = Some((first, last));
                 Ok(())
             };
             let first = align_up(start, alignment)?;
-            let blocked = match check(phys, first) {
+            let blocked = match check(phys, users, first) {
                 Ok(()) => return Some(first),
                 Err(page) => page,
             };
@@ -1039,12 +1390,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             // A good fit is barely longer than the request, so the two windows overlap: a page unusable in itself
             // (not merely shown twice in the first window) that the end window covers too rules it out unseen.
-            if blocked
-                .is_some_and(|page| page >= (last >> shift) as usize && unready_alone(mapped, phys, page))
-            {
+            if blocked.is_some_and(|page| {
+                page >= (last >> shift) as usize && unready_alone(mapped, users, phys, page)
+            }) {
                 return None;
             }
-            check(phys, last).is_ok().then_some(last)
+            check(phys, users, last).is_ok().then_some(last)
         };
         let placed = self
             .ranges
@@ -1061,7 +1412,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         if let Some((first, last)) = claimed
             && !placed
         {
-            self.phys.leave_range(&self.mapped[first..=last], &mut self.page_users[first..=last]);
+            self.phys.leave_range(&self.mapped, &mut self.page_users, &self.joined, first, last);
         }
     }
 
@@ -1081,13 +1432,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             return None;
         }
         let (shift, end) = (self.page_shift, self.mapped_end);
-        let (mapped, users, phys) = (&self.mapped[..], &mut self.page_users[..], &mut self.phys);
+        let (mapped, users, joined, phys) =
+            (&self.mapped[..], &mut self.page_users[..], &self.joined, &mut self.phys);
         let mut budget = PAGES;
         let mut claimed: Option<(usize, usize)> = None;
         let place = |start: u64, len: u64| {
             // The ranges refused the last answer: its pages go back.
             if let Some((first, last)) = claimed.take() {
-                phys.leave_range(&mapped[first..=last], &mut users[first..=last]);
+                phys.leave_range(mapped, users, joined, first, last);
             }
             let stop = start + len;
             let first_offset = align_up(start, alignment)?;
@@ -1113,7 +1465,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                         return None;
                     }
                     budget -= 1;
-                    if unready_alone(mapped, phys, page) {
+                    if unready_alone(mapped, users, phys, page) {
                         unready = Some(page);
                         break;
                     }
@@ -1126,7 +1478,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                     // Every page is ready; two of them may still show one physical page.
                     None => {
                         let window = (offset >> shift) as usize;
-                        match claim(mapped, users, phys, window, last) {
+                        match claim(mapped, users, joined, phys, window, last) {
                             Ok(()) => {
                                 claimed = Some((window, last));
                                 return Some(offset);
@@ -1183,11 +1535,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let span = self.span(size);
         let shift = self.page_shift;
         let top = (self.mapped_end as u64) << shift;
-        let (mapped, phys) = (&self.mapped[..], &mut self.phys);
+        let (mapped, users, phys) = (&self.mapped[..], &self.page_users[..], &mut self.phys);
         let place = |start: u64, len: u64| {
             let mut low = start;
             if start < top {
-                let below = highest_unready(mapped, phys, (start >> shift) as usize, self.mapped_end - 1);
+                let below =
+                    highest_unready(mapped, users, phys, (start >> shift) as usize, self.mapped_end - 1);
                 low = below.map_or(start, |page| ((page as u64 + 1) << shift).max(start));
             }
             let offset = align_up(low, alignment)?;
@@ -1205,7 +1558,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let (mut calls, mut previous) =
             if top <= last { (1, PageNeed::Unmapped) } else { (0, PageNeed::Ready) };
         for page in (first..top).rev() {
-            let need = page_need(&self.mapped, &mut self.phys, page, epoch);
+            let need = page_need(&self.mapped, &self.page_users, &mut self.phys, page, epoch);
             calls += usize::from(need != PageNeed::Ready && previous == PageNeed::Ready);
             calls += usize::from(need == PageNeed::Conflict && previous != PageNeed::Conflict);
             if calls > 1 {
@@ -1237,7 +1590,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let epoch = self.phys.next_epoch();
         let mut needs = core::mem::take(&mut self.needs);
         needs.clear();
-        needs.extend((first..looked).rev().map(|page| page_need(&self.mapped, &mut self.phys, page, epoch)));
+        let (mapped, users, phys) = (&self.mapped, &self.page_users, &mut self.phys);
+        needs.extend((first..looked).rev().map(|page| page_need(mapped, users, phys, page, epoch)));
         let need = |page: usize| if page < looked { needs[looked - 1 - page] } else { PageNeed::Unmapped };
         if looked > last && (first..=last).all(|page| need(page) == PageNeed::Ready) {
             self.needs = needs;
@@ -1270,7 +1624,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             let run_first = page;
             page += self.unmapped_from(page, last - page + 1);
-            let ahead = (page - 1 == last).then_some(member);
+            let ahead = (page - 1 == last).then_some(member.then_some(first));
             if let Err(error) = self.map_run(vm, run_first, page - 1, ahead, size) {
                 result = Err((run_first, error));
                 break;
@@ -1294,13 +1648,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` (Some) also maps the unmapped
     /// pages after `last` onto the free physical pages left and onto new ones within the commit-ahead, and
-    /// (Some(true), for a series member) onto the live members' pages after those.
+    /// (`Some(Some(request_first))`, for a series member whose pages start at `request_first` and end at `last`)
+    /// onto the live members' pages after those.
     fn map_run(
         &mut self,
         vm: &V,
         first: usize,
         last: usize,
-        ahead: Option<bool>,
+        ahead: Option<Option<usize>>,
         size: u64,
     ) -> Result<(), DeviceError> {
         let count = last - first + 1;
@@ -1311,7 +1666,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // The request's own pages: free physical pages first (they are the request's now), then new ones.
         let reused = self.phys.take_first_free(first, last, &mut ids);
         let created = (count - reused) as u64;
-        self.phys.new_ids((first + reused..last + 1).map(|page| page as u32 + 1), &mut ids);
+        self.phys.new_ids(count - reused, true, &mut ids);
         self.phys.compact_queue();
         let own = ids.len();
         if let Some(member) = ahead {
@@ -1330,11 +1685,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             ids.reserve(room);
             ids.extend(self.phys.free_pages(aliased));
             let new_ahead = (room - (ids.len() - own)).min(new_pages as usize);
-            self.phys.new_ids(core::iter::repeat_n(0, new_ahead), &mut ids);
+            self.phys.new_ids(new_ahead, false, &mut ids);
             // After those, for a series member, the members' pages: the next members will find them free
             // here as their old copies are freed, oldest first (as long as the unmapped pages reach).
-            if member {
-                let members = self.member_pages(&ids);
+            if let Some(request_first) = member {
+                let members = self.member_pages(&ids, request_first..=last);
                 let start = last + 1 + (ids.len() - own);
                 self.cover_pages(start + members.len());
                 let more = self.unmapped_from(start, members.len());
@@ -1360,10 +1715,19 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let end = first + ids.len();
         let (mapped, next_alias) = (&mut self.mapped[first..end], &mut self.next_alias[first..end]);
         let phys = &mut self.phys;
-        let (born, born_free) =
-            link_mappings(&mut phys.ids, &mut phys.free_queue, &ids, own, first, mapped, next_alias);
+        let (born, born_free) = link_mappings(
+            &mut phys.ids,
+            &mut phys.states,
+            &mut phys.free_queue,
+            &ids,
+            own,
+            first,
+            mapped,
+            next_alias,
+        );
         phys.alive += born;
         phys.free_count += born_free;
+        self.rejoin(first, end);
         let size = (ids.len() as u64) << self.page_shift;
         self.mapped_end = self.mapped_end.max(first + ids.len());
         self.stats.mapped_bytes += size;
@@ -1373,6 +1737,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.note(PageEvent::Commit { offset, size }, &ids);
         self.map_ids = ids;
         Ok(())
+    }
+
+    /// Sets the [`joins`] bits of pages `first..=end` (within the per-page vectors) after their mappings changed
+    /// (page `end` follows them).
+    fn rejoin(&mut self, first: usize, end: usize) {
+        for page in first..=end.min(self.mapped.len() - 1) {
+            self.joined.set(page as u32, joins(&self.mapped, page));
+        }
     }
 
     /// How many pages from `first` on, up to `count` and within the per-page vectors, are unmapped in a row.
@@ -1387,9 +1759,13 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.mapped[first..first + below_end].iter().position(|&m| m != 0).unwrap_or(count)
     }
 
-    /// The physical pages of the live series members, oldest member first, each once, leaving out those in
-    /// `taken`: the pages each member's address page uses (a page another address uses is not the member's).
-    fn member_pages(&mut self, taken: &[u32]) -> Vec<u32> {
+    /// The physical pages of the series members, oldest member first, each once, leaving out those in `taken`:
+    /// the pages each member's address page uses (a page another address uses is not the member's). A page uses
+    /// its physical page when it has users, or when it is one of the pages of `request` (the request being made
+    /// ready, whose pages are taken before they are counted). A member freed just before it was found to be one
+    /// can stay listed, and its range then holds other allocations, or the request, whose pages are taken as
+    /// well.
+    fn member_pages(&mut self, taken: &[u32], request: RangeInclusive<usize>) -> Vec<u32> {
         let Some(series) = self.series.as_ref() else { return Vec::new() };
         let epoch = self.phys.next_epoch();
         for &id in taken {
@@ -1401,7 +1777,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             for page in first..=last {
                 let Some(id) = self.mapped[page].checked_sub(1) else { continue };
                 let physical = &mut self.phys.ids[id as usize];
-                if physical.stamp != epoch && physical.owner == page as u32 + 1 {
+                if physical.stamp != epoch && (self.page_users[page] > 0 || request.contains(&page)) {
                     physical.stamp = epoch;
                     pages.push(id);
                 }
@@ -1416,7 +1792,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     fn forget_ids(&mut self, ids: &[u32], own: usize) {
         for (index, &id) in ids.iter().enumerate() {
             if self.phys.ids[id as usize].mappings == 0 {
-                self.phys.ids[id as usize].owner = 0;
+                self.phys.states.untake(id);
                 self.phys.spare_ids.push(id);
             } else if index < own {
                 self.phys.release(id);
@@ -1451,13 +1827,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.phys.ids[slot].mappings -= 1;
             if self.phys.ids[slot].mappings == 0 {
                 self.phys.alive -= 1;
-                if self.phys.ids[slot].owner == 0 {
+                if !self.phys.states.in_use(id) {
                     self.phys.remove_free();
                 }
-                self.phys.ids[slot].owner = 0;
+                self.phys.states.untake(id);
                 self.phys.spare_ids.push(id);
             }
         }
+        self.rejoin(first, last + 1);
         if last + 1 == self.mapped_end {
             self.mapped_end = self.mapped[..first].iter().rposition(|&m| m != 0).map_or(0, |page| page + 1);
         }
@@ -1501,11 +1878,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             return false;
         }
         let Some(id) = self.mapped[page].checked_sub(1) else { return false };
-        let physical = &self.phys.ids[id as usize];
-        if physical.owner != 0 {
-            return physical.owner != page as u32 + 1;
+        // Unused here, so a physical page in use is another address page's.
+        if self.phys.states.in_use(id) {
+            return true;
         }
-        let mut alias = physical.first_alias;
+        let mut alias = self.phys.ids[id as usize].first_alias;
         while alias != NIL {
             if alias as usize > page {
                 return true;
@@ -1541,7 +1918,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Makes page `page` (mapped, ready) the user of its physical page.
     fn take_page(&mut self, page: usize) {
-        self.phys.take(self.mapped[page] - 1, page);
+        self.phys.take(self.mapped[page] - 1);
     }
 
     /// The inverse of [`VirtualHeap::take_page`] for a page no allocation uses any more.
@@ -1556,7 +1933,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // The range's pages (a series member's range is larger than its size).
         let range = self.ranges.free_range(handle)?;
         let (first, last) = self.pages(range.offset, self.span(range.size));
-        self.phys.leave_range(&self.mapped[first..=last], &mut self.page_users[first..=last]);
+        self.phys.leave_range(&self.mapped, &mut self.page_users, &self.joined, first, last);
         self.stats.live_bytes -= size;
         self.stats.allocations -= 1;
         let page_size = self.page_size();
@@ -1649,6 +2026,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             self.mapped[first..=last].fill(0);
         }
+        self.joined.words.fill(0);
         self.mapped_end = 0;
         self.phys = PhysicalPages::default();
         self.stats.mapped_bytes = 0;
@@ -1673,6 +2051,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         }
         let ids = self.phys.ids.len();
         let mut mappings = vec![0u32; ids];
+        // Per id, the address pages with users showing it.
+        let mut used_at = vec![0u32; ids];
         for (page, (&count, &mapped)) in self.page_users.iter().zip(&self.mapped).enumerate() {
             if count != users[page] {
                 return fail("page user count disagrees with the allocations", page);
@@ -1687,11 +2067,19 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 return fail("a page is mapped to an unknown physical page", page);
             }
             mappings[id as usize] += 1;
-            if count > 0 && self.phys.ids[id as usize].owner != page as u32 + 1 {
-                return fail("a used page's physical page is not its own: memory shared", page);
+            if count > 0 {
+                used_at[id as usize] += 1;
+                if used_at[id as usize] > 1 || !self.phys.states.in_use(id) {
+                    return fail("a used page's physical page is not its own: memory shared", page);
+                }
             }
             if page >= self.mapped_end {
                 return fail("a page above the mapped end is mapped", page);
+            }
+        }
+        for page in 0..self.mapped.len() {
+            if self.joined.contains(page as u32) != joins(&self.mapped, page) {
+                return fail("a page's bit for a run of consecutive physical pages is wrong", page);
             }
         }
         if self.mapped_end > 0 && self.mapped[self.mapped_end - 1] == 0 {
@@ -1714,31 +2102,33 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             if listed != count {
                 return fail("a physical page's list of mappings is incomplete", id);
             }
-            let owner = page.owner;
+            let in_use = self.phys.states.in_use(id as u32);
             if count > 0 {
                 alive += 1;
-                if owner != 0
-                    && (users[owner as usize - 1] == 0 || self.mapped[owner as usize - 1] != id as u32 + 1)
-                {
-                    return fail("a physical page's user does not use it", owner as usize - 1);
+                if in_use && used_at[id] == 0 {
+                    return fail("a physical page in use is used at none of its pages", id);
                 }
-            } else if owner != 0 {
-                return fail("a dead physical page has a user", id);
+            } else if in_use {
+                return fail("a dead physical page is in use", id);
             }
         }
         let mut queued = vec![false; ids];
         for &id in self.phys.queued() {
-            if queued[id as usize] || !self.phys.ids[id as usize].queued {
+            if queued[id as usize] || !self.phys.states.queued(id) {
                 return fail("the free queue holds a page twice, or one not marked queued", id as usize);
             }
             queued[id as usize] = true;
+        }
+        let marked = (0..ids as u32).filter(|&id| self.phys.states.queued(id)).count();
+        if marked != self.phys.queued().len() {
+            return fail("a page marked queued is not in the free queue", 0);
         }
         if (0..ids).any(|id| self.phys.is_free(id as u32) && !queued[id]) {
             return fail("a free page is not queued", 0);
         }
         let free = self.phys.free_pages(ids).count() as u64;
         let free_alive =
-            (0..ids).filter(|&id| mappings[id] > 0 && self.phys.ids[id].owner == 0).count() as u64;
+            (0..ids).filter(|&id| mappings[id] > 0 && !self.phys.states.in_use(id as u32)).count() as u64;
         if free != free_alive || free != self.phys.free_count || alive != self.phys.alive {
             return fail("the free list or the alive count disagrees with the pages", 0);
         }
@@ -1755,8 +2145,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::{
-        GrowthSeries, PeakSlack, PhysicalPages, ReleaseImmediately, ReleasePolicy, RetainEmpty, VirtualHeap,
-        VirtualHeapConfig, claim, highest_unready,
+        Bits, GrowthSeries, PeakSlack, PhysicalPages, ReleaseImmediately, ReleasePolicy, RetainEmpty,
+        VirtualHeap, VirtualHeapConfig, claim, claim_pages, claim_runs, highest_unready, joins,
     };
     use crate::backends::host::{
         FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure, SplitMix64,
@@ -1799,53 +2189,160 @@ mod tests {
         phys.ids[twice as usize].mappings = 2;
         phys.ids[once as usize].mappings = 1;
         let mapped = [twice + 1, once + 1, twice + 1];
+        let users = [0; 3];
         // Two checks a round: 70,000 rounds pass the 16-bit stamps' wrap twice.
         for round in 0..70_000 {
-            assert_eq!(highest_unready(&mapped, &mut phys, 0, 2), Some(0), "round {round}");
-            assert_eq!(highest_unready(&mapped, &mut phys, 1, 2), None, "round {round}");
+            assert_eq!(highest_unready(&mapped, &users, &mut phys, 0, 2), Some(0), "round {round}");
+            assert_eq!(highest_unready(&mapped, &users, &mut phys, 1, 2), None, "round {round}");
         }
         // A page stamped once and not looked at again until the epochs come round to the same number: the wrap
         // cleared its stamp, so it is not taken for a page shown twice.
         let lonely = phys.new_id();
         phys.ids[lonely as usize].mappings = 2;
         let alone = [lonely + 1];
-        assert_eq!(highest_unready(&alone, &mut phys, 0, 0), None);
+        assert_eq!(highest_unready(&alone, &[0], &mut phys, 0, 0), None);
         for _ in 0..u16::MAX - 1 {
             phys.next_epoch();
         }
-        assert_eq!(highest_unready(&alone, &mut phys, 0, 0), None);
+        assert_eq!(highest_unready(&alone, &[0], &mut phys, 0, 0), None);
+    }
+
+    /// Physical pages `0..count`, mapped once each and free.
+    fn free_pages(count: u32) -> PhysicalPages {
+        let mut phys = PhysicalPages::default();
+        for id in 0..count {
+            assert_eq!(phys.new_id(), id);
+            phys.ids[id as usize].mappings = 1;
+            phys.release(id);
+        }
+        phys
+    }
+
+    /// The [`joins`] bits of `mapped`.
+    fn joined(mapped: &[u32]) -> Bits {
+        let mut joined = Bits::default();
+        joined.cover(mapped.len());
+        (0..mapped.len()).for_each(|page| joined.set(page as u32, joins(mapped, page)));
+        joined
+    }
+
+    fn in_use(phys: &PhysicalPages) -> Vec<bool> {
+        (0..phys.ids.len() as u32).map(|id| phys.states.in_use(id)).collect()
     }
 
     #[test]
     fn a_claim_takes_a_ready_range_and_gives_back_all_it_took_where_a_page_is_not_ready() {
-        // Address pages 0..4 show free physical pages 0, 1, 2 and 0 again; page 1 already has a user (an
-        // allocation's edge), so physical page 1 is its own.
-        let mut phys = PhysicalPages::default();
-        let ids: Vec<u32> = (0..3).map(|_| phys.new_id()).collect();
-        for &id in &ids {
-            phys.ids[id as usize].mappings = 1;
-            phys.release(id);
-        }
+        // Address pages 0..4 show physical pages 1, 0, 2 and 0 again; page 0 has a user already (the allocation
+        // next to the window), so physical page 1 is its own.
+        let mut phys = free_pages(3);
         phys.ids[0].mappings = 2;
-        phys.ids[1].owner = 2;
-        phys.remove_free();
-        let mapped = [1, 2, 3, 1];
-        let mut users = [0, 1, 0, 0];
-        let before =
-            |phys: &PhysicalPages| (phys.ids.iter().map(|p| p.owner).collect::<Vec<_>>(), phys.free_count);
-        let start = before(&phys);
-        // Physical page 0 shows at pages 0 and 3: met again at page 0, taken by page 3 by then.
-        assert_eq!(claim(&mapped, &mut users, &mut phys, 0, 3), Err(0));
-        assert_eq!((before(&phys), users), (start.clone(), [0, 1, 0, 0]), "nothing taken stays taken");
-        // Pages 1..=3 are ready: each gets a user, the free ones (2 and 0) an owner, and they leave the free count.
-        assert_eq!(claim(&mapped, &mut users, &mut phys, 1, 3), Ok(()));
-        assert_eq!(users, [0, 2, 1, 1]);
-        assert_eq!(phys.ids.iter().map(|p| p.owner).collect::<Vec<_>>(), [4, 2, 3]);
-        assert_eq!(phys.free_count, start.1 - 2);
-        // Page 0 now shows a physical page page 3 uses.
-        assert_eq!(claim(&mapped, &mut users, &mut phys, 0, 0), Err(0));
+        phys.take(1);
+        let mapped = [2, 1, 3, 1];
+        let joined = joined(&mapped);
+        let mut users = [1, 0, 0, 0];
+        let (start, free) = (in_use(&phys), phys.free_count);
+        // Physical page 0 shows at pages 1 and 3: met again at page 1, taken by page 3 by then.
+        assert_eq!(claim(&mapped, &mut users, &joined, &mut phys, 0, 3), Err(1));
+        assert_eq!(
+            (in_use(&phys), phys.free_count, users),
+            (start, free, [1, 0, 0, 0]),
+            "nothing stays taken"
+        );
+        // Pages 0..=2 are ready: each gets a user, the free ones (2 and 0) are put in use and leave the free count.
+        assert_eq!(claim(&mapped, &mut users, &joined, &mut phys, 0, 2), Ok(()));
+        assert_eq!(users, [2, 1, 1, 0]);
+        assert_eq!((in_use(&phys), phys.free_count), (vec![true, true, true], free - 2));
+        // Page 3 now shows a physical page page 1 uses.
+        assert_eq!(claim(&mapped, &mut users, &joined, &mut phys, 3, 3), Err(3));
         // Unmapped pages are not ready either.
-        assert_eq!(claim(&[0], &mut [0], &mut phys, 0, 0), Err(0));
+        assert_eq!(claim(&[0], &mut [0], &Bits::default(), &mut phys, 0, 0), Err(0));
+    }
+
+    #[test]
+    fn a_claim_checks_runs_of_consecutive_physical_pages_and_gives_back_the_runs_above_the_failing_one() {
+        // Pages 0..5 show physical pages 5..10, pages 5..10 show 0..5: two runs. Physical page 7 is in use.
+        let mut phys = free_pages(10);
+        phys.take(7);
+        let mapped: Vec<u32> = (5..10).chain(0..5).map(|id| id + 1).collect();
+        let joined = joined(&mapped);
+        let mut users = [0; 10];
+        let free = phys.free_count;
+        // The top run is taken, then page 2 (physical page 7) fails, and the top run is given back.
+        assert_eq!(claim(&mapped, &mut users, &joined, &mut phys, 0, 9), Err(2));
+        assert_eq!(
+            (in_use(&phys), phys.free_count, users),
+            ((0..10).map(|id| id == 7).collect(), free, [0; 10])
+        );
+        // Above page 2 every page is ready, across the two runs.
+        assert_eq!(claim(&mapped, &mut users, &joined, &mut phys, 3, 9), Ok(()));
+        assert_eq!(users, [0, 0, 0, 1, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(in_use(&phys), [true, true, true, true, true, false, false, true, true, true]);
+        assert_eq!(phys.free_count, free - 7);
+        // Freed, they go back to the queue in page order, behind the pages queued before.
+        phys.leave_range(&mapped, &mut users, &joined, 3, 9);
+        assert_eq!((phys.free_count, users), (free, [0; 10]));
+        assert_eq!(phys.free_pages(10).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5, 6, 8, 9]);
+    }
+
+    #[test]
+    fn claims_and_frees_by_runs_do_what_they_do_a_page_at_a_time() {
+        // Random windows over pages showing runs of physical pages (some shown twice, some pages unmapped), some
+        // physical pages in use elsewhere and users on the windows' edges: claimed by runs and a page at a time,
+        // the outcome and the books must be the same; so must they after the allocation claimed is freed (the
+        // free queue's order included).
+        let mut rng = SplitMix64(11);
+        let mut next = move |bound: u64| rng.next_u64() % bound;
+        let (mut claimed, mut failed) = (0, 0);
+        for round in 0..3000 {
+            let pages = 4 + next(60) as usize;
+            let ids = pages as u32 + next(pages as u64) as u32;
+            let mut mapped = Vec::new();
+            while mapped.len() < pages {
+                let (start, len) = (next(u64::from(ids)) as u32, 1 + next(12) as u32);
+                if next(8) == 0 {
+                    mapped.extend(std::iter::repeat_n(0, len as usize));
+                } else {
+                    mapped.extend((start..(start + len).min(ids)).map(|id| id + 1));
+                }
+            }
+            mapped.truncate(pages);
+            let joined = joined(&mapped);
+            let mut phys = free_pages(ids);
+            for _ in 0..next(u64::from(ids) / 2) {
+                phys.take(next(u64::from(ids)) as u32);
+            }
+            let first = next(pages as u64) as usize;
+            let last = first + next((pages - first) as u64) as usize;
+            let mut users = vec![0; pages];
+            for edge in [first, last] {
+                if mapped[edge] != 0 && !phys.states.in_use(mapped[edge] - 1) && next(3) == 0 {
+                    phys.take(mapped[edge] - 1);
+                    users[edge] = 1;
+                }
+            }
+            let books = |phys: &PhysicalPages, users: &[u32]| {
+                let queue = phys.queued().to_vec();
+                (phys.states.states.clone(), queue, phys.free_count, users.to_vec())
+            };
+            let (mut by_pages, mut by_runs) = ((phys.clone(), users.clone()), (phys, users));
+            let outcome = claim_pages(&mapped, &mut by_pages.1, &mut by_pages.0, first, last);
+            let runs_outcome = claim_runs(&mapped, &mut by_runs.1, &joined, &mut by_runs.0, first, last);
+            assert_eq!(outcome, runs_outcome, "round {round}: {mapped:?} [{first}, {last}]");
+            assert_eq!(books(&by_pages.0, &by_pages.1), books(&by_runs.0, &by_runs.1), "round {round}");
+            if outcome.is_err() {
+                failed += 1;
+                continue;
+            }
+            claimed += 1;
+            by_pages.0.leave_pages(&mapped, &mut by_pages.1, first, last);
+            by_runs.0.leave_runs(&mapped, &mut by_runs.1, &joined, first, last);
+            assert_eq!(
+                books(&by_pages.0, &by_pages.1),
+                books(&by_runs.0, &by_runs.1),
+                "round {round}: freed"
+            );
+        }
+        assert!(claimed > 300 && failed > 300, "both outcomes are tried: {claimed} claimed, {failed} failed");
     }
 
     #[test]
