@@ -815,6 +815,7 @@ impl PhysicalPages {
 
 /// Whether address page `page` shows the physical page after the one page `page - 1` shows (both mapped): the
 /// bit `joined` holds for it.
+#[cfg(any(test, feature = "check"))]
 fn joins(mapped: &[u32], page: usize) -> bool {
     page > 0 && mapped[page - 1] != 0 && mapped[page] == mapped[page - 1] + 1
 }
@@ -1740,10 +1741,23 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Sets the [`joins`] bits of pages `first..=end` (within the per-page vectors) after their mappings changed
-    /// (page `end` follows them).
+    /// (page `end` follows them): a word of bits at a time, each made in a register.
     fn rejoin(&mut self, first: usize, end: usize) {
-        for page in first..=end.min(self.mapped.len() - 1) {
-            self.joined.set(page as u32, joins(&self.mapped, page));
+        let end = end.min(self.mapped.len() - 1);
+        if first == 0 {
+            self.joined.set(0, false);
+        }
+        let mut page = first.max(1);
+        while page <= end {
+            let stop = end.min(page | 63);
+            let (before, pages) = (&self.mapped[page - 1..stop], &self.mapped[page..=stop]);
+            let joined = before.iter().zip(pages).enumerate().fold(0, |joined, (bit, (&before, &mapped))| {
+                joined | u64::from(before != 0 && mapped == before + 1) << bit
+            });
+            let word = &mut self.joined.words[page >> 6];
+            let within = bits(page as u32 & 63, stop as u32 & 63);
+            *word = (*word & !within) | joined << (page & 63);
+            page = stop + 1;
         }
     }
 
