@@ -1059,6 +1059,46 @@ fn unready_alone(mapped: &[u32], users: &[u32], phys: &PhysicalPages, page: usiz
     mapped[page].checked_sub(1).is_none_or(|id| phys.states.in_use(id) && users[page] == 0)
 }
 
+/// The highest page of `from..=last` that [`unready_alone`] finds, the pages looked at from the top down a run of
+/// consecutive physical pages (`joined`) at a time, each page looked at costing one of `budget` as it would a
+/// page at a time: `Err` (the budget spent) when it runs out before the answer. The pages lie in a free range, so only
+/// `from` and `last` can have users.
+fn highest_unready_by_runs(
+    mapped: &[u32],
+    users: &[u32],
+    joined: &Bits,
+    phys: &PhysicalPages,
+    from: usize,
+    last: usize,
+    budget: &mut usize,
+) -> Result<Option<usize>, ()> {
+    let edges = (users[from] > 0, users[last] > 0);
+    debug_assert!(last <= from || users[from + 1..last].iter().all(|&users| users == 0));
+    let mut top = last;
+    loop {
+        let (bottom, found) = match mapped[top].checked_sub(1) {
+            None => (top, Some(top)),
+            Some(id_top) => {
+                let bottom = run_start(joined, from, top);
+                let in_use = run_ids((bottom, top), id_top, (from, last), edges)
+                    .and_then(|(low, high)| phys.states.highest_in_use(low, high));
+                (bottom, in_use.map(|id| top - (id_top - id) as usize))
+            }
+        };
+        let looked = top + 1 - found.unwrap_or(bottom);
+        let Some(left) = budget.checked_sub(looked) else {
+            // A page at a time, the budget would have been spent on the pages looked at before the answer.
+            *budget = 0;
+            return Err(());
+        };
+        *budget = left;
+        if found.is_some() || bottom == from {
+            return Ok(found);
+        }
+        top = bottom - 1;
+    }
+}
+
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
 pub(crate) struct VirtualHeap<V: VirtualMemory> {
     reservation: Option<V::Reservation>,
@@ -1460,15 +1500,33 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 if last >= end {
                     return None;
                 }
+                // The top page alone first (most windows the search moves past fail there), then the rest by
+                // runs where they are long.
+                let from = verified.max(low);
                 let mut unready = None;
-                for page in (verified.max(low)..=last).rev() {
+                if from <= last {
                     if budget == 0 {
                         return None;
                     }
                     budget -= 1;
-                    if unready_alone(mapped, users, phys, page) {
-                        unready = Some(page);
-                        break;
+                    unready = unready_alone(mapped, users, phys, last).then_some(last);
+                }
+                if unready.is_none() && from < last {
+                    if by_runs(joined, from, last - 1) {
+                        unready =
+                            highest_unready_by_runs(mapped, users, joined, phys, from, last - 1, &mut budget)
+                                .ok()?;
+                    } else {
+                        for page in (from..last).rev() {
+                            if budget == 0 {
+                                return None;
+                            }
+                            budget -= 1;
+                            if unready_alone(mapped, users, phys, page) {
+                                unready = Some(page);
+                                break;
+                            }
+                        }
                     }
                 }
                 match unready {
@@ -2160,7 +2218,8 @@ mod tests {
 
     use super::{
         Bits, GrowthSeries, PeakSlack, PhysicalPages, ReleaseImmediately, ReleasePolicy, RetainEmpty,
-        VirtualHeap, VirtualHeapConfig, claim, claim_pages, claim_runs, highest_unready, joins,
+        VirtualHeap, VirtualHeapConfig, claim, claim_pages, claim_runs, highest_unready,
+        highest_unready_by_runs, joins, unready_alone,
     };
     use crate::backends::host::{
         FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure, SplitMix64,
@@ -2301,9 +2360,10 @@ mod tests {
     #[test]
     fn claims_and_frees_by_runs_do_what_they_do_a_page_at_a_time() {
         // Random windows over pages showing runs of physical pages (some shown twice, some pages unmapped), some
-        // physical pages in use elsewhere and users on the windows' edges: claimed by runs and a page at a time,
-        // the outcome and the books must be the same; so must they after the allocation claimed is freed (the
-        // free queue's order included).
+        // physical pages in use elsewhere and users on the windows' edges: searched for the highest page not
+        // ready under a budget, by runs and a page at a time, the answer and the budget left must be the same;
+        // claimed both ways, the outcome and the books must be the same; so must they after the allocation
+        // claimed is freed (the free queue's order included).
         let mut rng = SplitMix64(11);
         let mut next = move |bound: u64| rng.next_u64() % bound;
         let (mut claimed, mut failed) = (0, 0);
@@ -2338,6 +2398,22 @@ mod tests {
                 let queue = phys.queued().to_vec();
                 (phys.states.states.clone(), queue, phys.free_count, users.to_vec())
             };
+            // The search's look for the highest page not ready (leaving aside pages shown twice), under a budget.
+            let budget = next(2 * pages as u64) as usize;
+            let (mut left, mut runs_left) = (budget, budget);
+            let mut looked_at = || {
+                for page in (first..=last).rev() {
+                    left = left.checked_sub(1).ok_or(())?;
+                    if unready_alone(&mapped, &users, &phys, page) {
+                        return Ok(Some(page));
+                    }
+                }
+                Ok(None)
+            };
+            let found = looked_at();
+            let runs_found =
+                highest_unready_by_runs(&mapped, &users, &joined, &phys, first, last, &mut runs_left);
+            assert_eq!((found, left), (runs_found, runs_left), "round {round}: {mapped:?} [{first}, {last}]");
             let (mut by_pages, mut by_runs) = ((phys.clone(), users.clone()), (phys, users));
             let outcome = claim_pages(&mapped, &mut by_pages.1, &mut by_pages.0, first, last);
             let runs_outcome = claim_runs(&mapped, &mut by_runs.1, &joined, &mut by_runs.0, first, last);
