@@ -2851,6 +2851,94 @@ def conformer_asr_train(torch):
     del model, opt
     return {"steps": steps, "losses": losses}
 
+def unet3d_volume_train(torch):
+    """Volumetric segmentation training in plain torch: a 3-D U-Net (four levels of two 3x3x3 convolutions with
+    instance norm and ReLU, 24 to 192 channels, transposed convolutions up, 8 classes), fp16 autocast with
+    GradScaler, Adam, 4 steps of 1 to 2 single-channel volumes of 128 to 160 voxels a side: activations of
+    100-400 MiB each."""
+    nn = torch.nn
+
+    def block(inputs, outputs):
+        return nn.Sequential(nn.Conv3d(inputs, outputs, 3, padding=1), nn.InstanceNorm3d(outputs), nn.ReLU(),
+                             nn.Conv3d(outputs, outputs, 3, padding=1), nn.InstanceNorm3d(outputs), nn.ReLU())
+
+    class UNet3d(nn.Module):
+        def __init__(self, widths=(24, 48, 96, 192), classes=8):
+            super().__init__()
+            self.down = nn.ModuleList(block(a, b) for a, b in zip((1,) + widths[:-1], widths))
+            self.up = nn.ModuleList(nn.ConvTranspose3d(b, a, 2, stride=2) for a, b in zip(widths, widths[1:]))
+            self.merge = nn.ModuleList(block(2 * a, a) for a in widths[:-1])
+            self.head = nn.Conv3d(widths[0], classes, 1)
+
+        def forward(self, x):
+            skips = []
+            for index, level in enumerate(self.down):
+                x = level(x if index == 0 else nn.functional.max_pool3d(x, 2))
+                skips.append(x)
+            for index in reversed(range(len(self.up))):
+                x = self.merge[index](torch.cat([skips[index], self.up[index](x)], dim=1))
+            return self.head(x)
+
+    torch.manual_seed(0)
+    shapes = [(1, 1, 128, 128, 128), (2, 1, 128, 128, 128), (1, 1, 160, 160, 160), (2, 1, 144, 144, 144)]
+    losses = train_classifier(torch, UNet3d(), shapes, lambda params: torch.optim.Adam(params, lr=1e-3),
+                              classes=8, per_pixel=True)
+    return {"losses": losses, "shapes": shapes}
+
+
+def vit_huge_bigbatch_infer(torch):
+    """torchvision ViT-H/14 inference (32 layers, 1280 wide, 16 heads; 632 M parameters) at batches of 64 to 512
+    images of 224 pixels, fp16, each twice: attention and MLP activations of hundreds of MiB to over a GiB."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(64, 224), (256, 224), (512, 224), (128, 224), (384, 224)]
+    checksum = infer_images(torch, torchvision.models.vit_h_14(num_classes=1000), shapes,
+                            lambda model: model.cuda().half().eval(),
+                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def long_prompt_serving(torch):
+    """serving_continuous_batch's decoder (6 layers, 1024 wide, 8 heads of 128, 32k vocabulary), bf16, serving 10
+    requests with long prompts (4k to 32k tokens) and 32 to 96 new tokens each, up to 3 at once, each sequence's
+    keys and values per layer in a cache allocated at its full length when it joins (a static cache): caches of
+    tens to hundreds of MiB and prefill activations of hundreds of MiB."""
+    import random
+
+    torch.manual_seed(0)
+    layers, vocab, heads, head_dim, room = 6, 32000, 8, 128, 128
+
+    def keys_values(layer, state, k, v):
+        keys, values = state["caches"][layer]
+        start, count = state["at"], k.shape[0]
+        keys[:, start:start + count] = k.transpose(0, 1)
+        values[:, start:start + count] = v.transpose(0, 1)
+        return keys[:, :start + count], values[:, :start + count]
+
+    def step_state(state, count):
+        if state["caches"] is None:
+            shape = (heads, count + room, head_dim)
+            state["caches"] = [(torch.empty(shape, device="cuda", dtype=torch.bfloat16),
+                                torch.empty(shape, device="cuda", dtype=torch.bfloat16)) for _ in range(layers)]
+        state["at"] = state["length"]
+        state["length"] += count
+        return state
+
+    def finished(state):
+        state["caches"] = None
+
+    rng = random.Random(0)
+    requests = [(rng.randint(4096, 32768), rng.randint(32, 96)) for _ in range(10)]  # prompt, new tokens
+    model = serving_decoder(torch, keys_values, heads * head_dim, heads, layers, vocab).eval()
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    steps, token_sum = serve(torch, model, requests, 3, vocab, lambda: {"caches": None, "length": 0, "at": 0},
+                             step_state, finished)
+    del model
+    return {"requests": requests, "steps": steps, "token_sum": token_sum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -2870,10 +2958,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      fsdp_gather_train, lm_1b_train, llama_1b_generate, vit_large_train,
                                      lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer,
                                      resnet152_bigbatch_train, deeplab_hires_infer, roberta_mlm_train,
-                                     paged_kv_serving, conformer_asr_train)}
+                                     paged_kv_serving, conformer_asr_train, unet3d_volume_train,
+                                     vit_huge_bigbatch_infer, long_prompt_serving)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
-TIMEOUTS = {"lm_6_7b_train": 400}
+TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
 
 
 # ---------------------------------------------------------------- recording

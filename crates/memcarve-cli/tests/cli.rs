@@ -335,6 +335,9 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "roberta_mlm_train.pickle.gz",
         "paged_kv_serving.pickle.gz",
         "conformer_asr_train.pickle.gz",
+        "unet3d_volume_train.pickle.gz",
+        "vit_huge_bigbatch_infer.pickle.gz",
+        "long_prompt_serving.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

@@ -502,3 +502,13 @@ fn sixteenth_session_later_recordings_match_an_independent_walk_and_the_recordin
     check_recorded("paged_kv_serving.pickle.gz", (65_155, 580.1, 622.0, 1.072), 34, 1);
     check_recorded("conformer_asr_train.pickle.gz", (18_576, 3_469.2, 5_598.0, 1.614), 216, 3);
 }
+
+/// The seventeenth session's recordings (2026-12-02 08:23-08:24 UTC), three more of large requests, recorded after
+/// the page books went by runs: volumetric segmentation training (3-D convolutions), ViT-H/14 inference at large
+/// batches, and serving long prompts with caches allocated at their full length.
+#[test]
+fn seventeenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("unet3d_volume_train.pickle.gz", (1_604, 5_046.2, 6_216.0, 1.232), 44, 0);
+    check_recorded("vit_huge_bigbatch_infer.pickle.gz", (6_366, 5_561.8, 9_084.0, 1.633), 127, 2);
+    check_recorded("long_prompt_serving.pickle.gz", (38_750, 4_059.1, 4_614.0, 1.137), 58, 1);
+}
