@@ -372,6 +372,12 @@ impl GrowthSeries {
             self.members.remove(index);
         }
         let Some((new_offset, new_range, new_size, at)) = self.last else { return };
+        if new_offset == offset {
+            // The last large allocation itself is freed: it replaces nothing any more (before, the next free of
+            // a little less, its predecessor's, listed it as a live member).
+            self.last = None;
+            return;
+        }
         if self.ops - at > 2 || size >= new_size || new_size - size > new_size / 8 {
             return;
         }
@@ -2241,6 +2247,21 @@ mod tests {
         assert_eq!(range % (1 << 20), 0);
         assert!(range >= size + step && range < size + step + (1 << 20));
         assert_eq!(running(size, step).range(size / 2, PAGE), None, "far from the series' size");
+    }
+
+    #[test]
+    fn a_copy_freed_before_its_predecessor_is_not_listed_as_a_member() {
+        // A running series: a copy a step larger replaces the last one, then is freed first, then the one before.
+        let page = 2 << 20;
+        let mut series = running(page, 4096);
+        series.allocated(10 * page, page + 4096, page + 4096, page);
+        series.freed(10 * page, page + 4096, page);
+        series.freed(0, page, page);
+        assert!(series.members.is_empty(), "{:?}", series.members);
+        // Replaced in order, the copy is listed.
+        series.allocated(20 * page, page + 8192, page + 8192, page);
+        series.freed(30 * page, page + 4096, page);
+        assert_eq!(series.members.iter().copied().collect::<Vec<_>>(), [(20 * page, page + 8192)]);
     }
 
     #[test]
