@@ -25,7 +25,6 @@
 //! address pages and the physical pages' flags are checked and changed eight at a time.
 
 use std::fmt;
-use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
@@ -1689,7 +1688,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             let run_first = page;
             page += self.unmapped_from(page, last - page + 1);
-            let ahead = (page - 1 == last).then_some(member.then_some(first));
+            let ahead = (page - 1 == last).then_some(member);
             if let Err(error) = self.map_run(vm, run_first, page - 1, ahead, size) {
                 result = Err((run_first, error));
                 break;
@@ -1713,14 +1712,13 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Maps `[first, last]` (all unmapped) in one call, for a request; `ahead` (Some) also maps the unmapped
     /// pages after `last` onto the free physical pages left and onto new ones within the commit-ahead, and
-    /// (`Some(Some(request_first))`, for a series member whose pages start at `request_first` and end at `last`)
-    /// onto the live members' pages after those.
+    /// (Some(true), for a series member) onto the live members' pages after those.
     fn map_run(
         &mut self,
         vm: &V,
         first: usize,
         last: usize,
-        ahead: Option<Option<usize>>,
+        ahead: Option<bool>,
         size: u64,
     ) -> Result<(), DeviceError> {
         let count = last - first + 1;
@@ -1753,8 +1751,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             self.phys.new_ids(new_ahead, false, &mut ids);
             // After those, for a series member, the members' pages: the next members will find them free
             // here as their old copies are freed, oldest first (as long as the unmapped pages reach).
-            if let Some(request_first) = member {
-                let members = self.member_pages(&ids, request_first..=last);
+            if member {
+                let members = self.member_pages(&ids);
                 let start = last + 1 + (ids.len() - own);
                 self.cover_pages(start + members.len());
                 let more = self.unmapped_from(start, members.len());
@@ -1837,13 +1835,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.mapped[first..first + below_end].iter().position(|&m| m != 0).unwrap_or(count)
     }
 
-    /// The physical pages of the series members, oldest member first, each once, leaving out those in `taken`:
-    /// the pages each member's address page uses (a page another address uses is not the member's). A page uses
-    /// its physical page when it has users, or when it is one of the pages of `request` (the request being made
-    /// ready, whose pages are taken before they are counted). A member freed just before it was found to be one
-    /// can stay listed, and its range then holds other allocations, or the request, whose pages are taken as
-    /// well.
-    fn member_pages(&mut self, taken: &[u32], request: RangeInclusive<usize>) -> Vec<u32> {
+    /// The physical pages of the live series members, oldest member first, each once, leaving out those in
+    /// `taken`: the physical pages of the members' pages (which have users: the members').
+    fn member_pages(&mut self, taken: &[u32]) -> Vec<u32> {
         let Some(series) = self.series.as_ref() else { return Vec::new() };
         let epoch = self.phys.next_epoch();
         for &id in taken {
@@ -1855,7 +1849,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             for page in first..=last {
                 let Some(id) = self.mapped[page].checked_sub(1) else { continue };
                 let physical = &mut self.phys.ids[id as usize];
-                if physical.stamp != epoch && (self.page_users[page] > 0 || request.contains(&page)) {
+                if physical.stamp != epoch && self.page_users[page] > 0 {
                     physical.stamp = epoch;
                     pages.push(id);
                 }
