@@ -954,8 +954,8 @@ fn highest_unready(
 /// window is looked at from the top down, a run of pages showing consecutive physical pages (`joined`) at a time,
 /// their flags checked and set eight at a time, or, where the runs are short (see [`LONG_RUN`]), a page at a
 /// time, so that a physical page shown twice in the window is met the second time in use: not ready, as the stamps
-/// of [`highest_unready`] would have found it. At the first page that is not ready, the pages taken so far are given back and that page, the
-/// highest not ready, is the error. Otherwise each page counts a user more.
+/// of [`highest_unready`] would have found it. At the first page that is not ready, the pages taken so far are
+/// given back and that page, the highest not ready, is the error. Otherwise each page counts a user more.
 fn claim(
     mapped: &[u32],
     users: &mut [u32],
