@@ -616,6 +616,20 @@ impl Bits {
         absent - (!self.words[last] & !bits(0, high & 63)).count_ones()
     }
 
+    /// Adds (`on`) or removes every number of `low..=high`, a word at a time.
+    fn set_range(&mut self, low: u32, high: u32, on: bool) {
+        let (first, last) = (low as usize >> 6, high as usize >> 6);
+        for word in first..=last {
+            let from = if word == first { low & 63 } else { 0 };
+            let to = if word == last { high & 63 } else { 63 };
+            if on {
+                self.words[word] |= bits(from, to);
+            } else {
+                self.words[word] &= !bits(from, to);
+            }
+        }
+    }
+
     /// The highest number of `low..=high` that is not a member.
     fn highest_absent_in(&self, low: u32, high: u32) -> Option<u32> {
         let (first, mut word) = (low as usize >> 6, high as usize >> 6);
@@ -816,6 +830,14 @@ impl PhysicalPages {
         }
         self.epoch
     }
+}
+
+/// Whether the eight ids `ids` are `expected` and the seven after it: the mismatches or'ed together, without an
+/// exit inside the eight, so that the check vectorizes.
+#[inline]
+fn shows_eight_from(ids: &[u32], expected: u32) -> bool {
+    let ids: &[u32; 8] = ids.try_into().unwrap_or(&[u32::MAX; 8]);
+    (0..8).fold(0, |diff, k| diff | (ids[k] ^ expected.wrapping_add(k as u32))) == 0
 }
 
 /// Whether address page `page` shows the physical page after the one page `page - 1` shows (both mapped): the
@@ -1790,7 +1812,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         );
         phys.alive += born;
         phys.free_count += born_free;
-        self.rejoin(first, end);
+        self.rejoin_mapped(first, &ids);
         let size = (ids.len() as u64) << self.page_shift;
         self.mapped_end = self.mapped_end.max(first + ids.len());
         self.stats.mapped_bytes += size;
@@ -1821,6 +1843,37 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             *word = (*word & !within) | joined << (page & 63);
             page = stop + 1;
         }
+    }
+
+    /// [`VirtualHeap::rejoin`] after pages from `first` on were mapped to `ids`: within the mapping a stretch of
+    /// consecutive ids (found eight at a time) has its bits set a word at a time; the first page and the page
+    /// after the mapping are looked at alone.
+    fn rejoin_mapped(&mut self, first: usize, ids: &[u32]) {
+        let end = first + ids.len();
+        self.rejoin(first, first);
+        let mut start = 0;
+        while start < ids.len() {
+            // The stretch of ids from `start` on, each one more than the one before.
+            let mut stop = start + 1;
+            while stop + 8 <= ids.len()
+                && shows_eight_from(&ids[stop..stop + 8], ids[start] + (stop - start) as u32)
+            {
+                stop += 8;
+            }
+            while stop < ids.len() && ids[stop] == ids[stop - 1] + 1 {
+                stop += 1;
+            }
+            // Pages `first + start + 1 .. first + stop` join the one before; page `first + stop` does not (or is
+            // the page after the mapping, looked at below).
+            if stop > start + 1 {
+                self.joined.set_range((first + start + 1) as u32, (first + stop - 1) as u32, true);
+            }
+            if stop < ids.len() {
+                self.joined.set((first + stop) as u32, false);
+            }
+            start = stop;
+        }
+        self.rejoin(end, end);
     }
 
     /// How many pages from `first` on, up to `count` and within the per-page vectors, are unmapped in a row.
