@@ -1528,7 +1528,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                     return None;
                 }
                 // The top page alone first (most windows the search moves past fail there), then the rest by
-                // runs where they are long.
+                // runs where they are long. Apart, not one loop that chooses at the second page: that cost
+                // two_stream_train 17 % more instructions a replay, gan_train 12 %.
                 let from = verified.max(low);
                 let mut unready = None;
                 if from <= last {
