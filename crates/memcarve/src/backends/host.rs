@@ -11,6 +11,7 @@ use crate::device::{
     BlockDesc, Device, DeviceError, DeviceLimits, HeapBudget, MemoryHeap, MemoryHeapFlags, MemoryProperties,
     MemoryPropertyFlags, MemoryType, VirtualMemory,
 };
+use crate::virtual_heap::grow_books;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -836,16 +837,16 @@ impl PageTable {
     /// Grows `mapped` to cover address pages below `end` (at most the reservation's).
     fn cover(&mut self, end: usize) {
         if end > self.mapped.len() {
-            self.mapped.resize(end.max(self.mapped.len() * 2).max(Self::FIRST_PAGES).min(self.pages), 0);
+            grow_books(&mut self.mapped, end.max(Self::FIRST_PAGES).min(self.pages), 0);
         }
     }
 
     /// Grows `mappings` (and `seen`) to cover ids below `end`.
     fn cover_ids(&mut self, end: usize) {
         if end > self.mappings.len() {
-            let len = end.max(self.mappings.len() * 2).max(Self::FIRST_PAGES).min(self.pages);
-            self.mappings.resize(len, 0);
-            self.seen.resize(len, 0);
+            let len = end.max(Self::FIRST_PAGES).min(self.pages);
+            grow_books(&mut self.mappings, len, 0);
+            grow_books(&mut self.seen, len, 0);
         }
     }
 
