@@ -21,7 +21,9 @@ diffusion_train, distill_train, lora_finetune, caption_generate, detection_train
 mae_pretrain, wav2vec_train, pointnet_train, ema_train, int8_weight_only_decode, prefetch_stream_infer,
 grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_train, llama_1b_generate,
 vit_large_train, lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer, resnet152_bigbatch_train,
-deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train (see WORKLOADS). Prints one line
+deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train, unet3d_volume_train,
+vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample, mobilenet_infer, dual_stream_infer,
+llama_padded_sample_generate, small_lm_train (see WORKLOADS). Prints one line
 per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
 torch, CUDA and library versions and the GPU).
 """
@@ -2939,6 +2941,241 @@ def long_prompt_serving(torch):
     return {"requests": requests, "steps": steps, "token_sum": token_sum}
 
 
+def latent_diffusion_sample(torch):
+    """A text-conditioned latent-diffusion sampler in plain torch, fp16 inference: a 6-layer text encoder (512 wide,
+    77 tokens) run once per batch of prompts, a UNet (3 levels of 192 / 384 / 768 channels, two residual blocks per
+    level, self- and cross-attention to the text at the two lower-resolution levels) run 20 steps with
+    classifier-free guidance (the conditional and unconditional halves in one batch) on 64 x 64 latents of 4
+    channels, then a convolutional decoder up 8 x to 512 x 512 images; batches of 1, 4, 2 and 8 prompts."""
+    nn = torch.nn
+    functional = nn.functional
+
+    class ResBlock(nn.Module):
+        def __init__(self, inputs, outputs, time_width):
+            super().__init__()
+            self.norm1, self.conv1 = nn.GroupNorm(32, inputs), nn.Conv2d(inputs, outputs, 3, padding=1)
+            self.time = nn.Linear(time_width, outputs)
+            self.norm2, self.conv2 = nn.GroupNorm(32, outputs), nn.Conv2d(outputs, outputs, 3, padding=1)
+            self.skip = nn.Conv2d(inputs, outputs, 1) if inputs != outputs else nn.Identity()
+
+        def forward(self, x, time):
+            h = self.conv1(functional.silu(self.norm1(x))) + self.time(time)[:, :, None, None]
+            return self.skip(x) + self.conv2(functional.silu(self.norm2(h)))
+
+    class Attention(nn.Module):
+        def __init__(self, width, context_width, heads=8):
+            super().__init__()
+            self.heads = heads
+            self.norm = nn.GroupNorm(32, width)
+            self.query, self.key_value = nn.Linear(width, width), nn.Linear(width, 2 * width)
+            self.cross_query, self.cross_key_value = nn.Linear(width, width), nn.Linear(context_width, 2 * width)
+            self.out, self.cross_out = nn.Linear(width, width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 4 * width), nn.GELU(),
+                                     nn.Linear(4 * width, width))
+
+        def attend(self, query, key, value):
+            b, n, c = query.shape
+            split = lambda x: x.reshape(x.shape[0], x.shape[1], self.heads, c // self.heads).transpose(1, 2)
+            out = functional.scaled_dot_product_attention(split(query), split(key), split(value))
+            return out.transpose(1, 2).reshape(b, n, c)
+
+        def forward(self, x, context):
+            b, c, height, width = x.shape
+            h = self.norm(x).flatten(2).transpose(1, 2)
+            h = h + self.out(self.attend(self.query(h), *self.key_value(h).chunk(2, dim=-1)))
+            h = h + self.cross_out(self.attend(self.cross_query(h), *self.cross_key_value(context).chunk(2, dim=-1)))
+            h = h + self.mlp(h)
+            return x + h.transpose(1, 2).reshape(b, c, height, width)
+
+    class UNet(nn.Module):
+        def __init__(self, widths=(192, 384, 768), context_width=512, time_width=768):
+            super().__init__()
+            self.first = widths[0]
+            self.time = nn.Sequential(nn.Linear(widths[0], time_width), nn.SiLU(), nn.Linear(time_width, time_width))
+            self.input = nn.Conv2d(4, widths[0], 3, padding=1)
+            self.down, self.down_attention, self.downsample = nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
+            inputs = widths[0]
+            for level, w in enumerate(widths):
+                self.down.append(nn.ModuleList([ResBlock(inputs, w, time_width), ResBlock(w, w, time_width)]))
+                self.down_attention.append(Attention(w, context_width) if level > 0 else nn.Identity())
+                last = level + 1 == len(widths)
+                self.downsample.append(nn.Identity() if last else nn.Conv2d(w, w, 3, stride=2, padding=1))
+                inputs = w
+            self.middle = nn.ModuleList([ResBlock(inputs, inputs, time_width), ResBlock(inputs, inputs, time_width)])
+            self.middle_attention = Attention(inputs, context_width)
+            self.up, self.up_attention = nn.ModuleList(), nn.ModuleList()
+            for level in reversed(range(len(widths))):
+                w = widths[level]
+                self.up.append(nn.ModuleList([ResBlock(inputs + w, w, time_width), ResBlock(w, w, time_width)]))
+                self.up_attention.append(Attention(w, context_width) if level > 0 else nn.Identity())
+                inputs = w
+            self.output = nn.Sequential(nn.GroupNorm(32, inputs), nn.SiLU(), nn.Conv2d(inputs, 4, 3, padding=1))
+
+        def forward(self, x, steps, context):
+            half = self.first // 2
+            frequencies = torch.exp(-torch.arange(half, device=x.device, dtype=torch.float32) * (9.21 / half))
+            angles = steps.float()[:, None] * frequencies[None]
+            time = self.time(torch.cat([angles.sin(), angles.cos()], dim=1).to(x.dtype))
+            h, skips = self.input(x), []
+            for blocks, attention, downsample in zip(self.down, self.down_attention, self.downsample):
+                for block in blocks:
+                    h = block(h, time)
+                h = attention(h, context) if isinstance(attention, Attention) else h
+                skips.append(h)
+                h = downsample(h)
+            h = self.middle_attention(self.middle[0](h, time), context)
+            h = self.middle[1](h, time)
+            for blocks, attention in zip(self.up, self.up_attention):
+                skip = skips.pop()
+                if h.shape[-1] != skip.shape[-1]:
+                    h = functional.interpolate(h, scale_factor=2.0, mode="nearest")
+                h = torch.cat([h, skip], dim=1)
+                for block in blocks:
+                    h = block(h, time)
+                h = attention(h, context) if isinstance(attention, Attention) else h
+            return self.output(h)
+
+    torch.manual_seed(0)
+    vocab, tokens, steps, batches = 49408, 77, 20, [1, 4, 2, 8]
+    embedding, positions = nn.Embedding(vocab, 512), nn.Parameter(torch.randn(tokens, 512) * 0.02)
+    text = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True), 6)
+    unet = UNet()
+    decoder = nn.Sequential(
+        nn.Conv2d(4, 512, 3, padding=1), nn.SiLU(), nn.Conv2d(512, 512, 3, padding=1), nn.SiLU(),
+        nn.Upsample(scale_factor=2.0), nn.Conv2d(512, 256, 3, padding=1), nn.SiLU(),
+        nn.Upsample(scale_factor=2.0), nn.Conv2d(256, 128, 3, padding=1), nn.SiLU(),
+        nn.Upsample(scale_factor=2.0), nn.Conv2d(128, 128, 3, padding=1), nn.SiLU(), nn.Conv2d(128, 3, 3, padding=1))
+    # Cumulative signal fractions from the first step's to the last's (a DDIM-style deterministic update).
+    alphas = [0.9991 - (0.9991 - 0.02) * i / steps for i in range(steps + 1)]
+    start_recording(torch)
+    embedding, text = embedding.to("cuda", torch.float16), text.to("cuda", torch.float16).eval()
+    positions = positions.detach().to("cuda", torch.float16)
+    unet, decoder = unet.to("cuda", torch.float16).eval(), decoder.to("cuda", torch.float16).eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch in batches:
+            ids = torch.randint(0, vocab, (2 * batch, tokens), device="cuda", generator=gen)
+            context = text(embedding(ids) + positions)
+            latents = torch.randn(batch, 4, 64, 64, device="cuda", generator=gen, dtype=torch.float16)
+            for i in range(steps):
+                timesteps = torch.full((2 * batch,), 999 - i * (1000 // steps), device="cuda")
+                conditional, unconditional = unet(torch.cat([latents, latents]), timesteps, context).chunk(2)
+                noise = unconditional + 7.5 * (conditional - unconditional)
+                a, a_next = alphas[i], alphas[i + 1]
+                clean = (latents - (1 - a) ** 0.5 * noise) / a ** 0.5
+                latents = (a_next ** 0.5 * clean + (1 - a_next) ** 0.5 * noise).nan_to_num().clamp(-8, 8)
+                del timesteps, conditional, unconditional, noise, clean
+            images = decoder(latents)
+            checksum += float(images.float().nan_to_num().mean().item())
+            del ids, context, latents, images
+    del embedding, positions, text, unet, decoder
+    return {"batches": batches, "steps": steps, "checksum": checksum}
+
+
+def mobilenet_infer(torch):
+    """torchvision MobileNetV3-Large inference (5.5 M parameters: depthwise convolutions, squeeze-and-excitation,
+    many small tensors), fp16, channels-last, 8 (batch, image side) shapes from (1, 224) to (64, 256), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(1, 224), (8, 224), (64, 256), (4, 320), (32, 224), (16, 288), (2, 384), (48, 224)]
+    checksum = infer_images(torch, torchvision.models.mobilenet_v3_large(), shapes,
+                            lambda model: model.cuda().half().to(memory_format=torch.channels_last).eval(),
+                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def dual_stream_infer(torch):
+    """A two-tower retrieval model served on two streams: a BERT-base-sized text encoder (transformers `BertModel`)
+    on one and torchvision ResNet-50 (channels-last) on another, both fp16, their pooled features projected to 512
+    and scored against each other on the default stream (tensors handed between streams with `record_stream`);
+    10 requests of 1 to 128 (text, image) pairs, texts of 16 to 256 tokens, images of 224 pixels."""
+    import torchvision
+    from transformers import BertConfig, BertModel
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    text_model, image_model = BertModel(BertConfig()), torchvision.models.resnet50()
+    image_model.fc = nn.Identity()
+    text_projection, image_projection = nn.Linear(768, 512), nn.Linear(2048, 512)
+    requests = [(1, 16), (32, 128), (128, 64), (8, 256), (64, 32), (16, 192), (96, 48), (4, 128), (128, 16),
+                (48, 96)]  # pairs, text tokens
+    start_recording(torch)
+    text_model = text_model.to("cuda", torch.float16).eval()
+    image_model = image_model.to("cuda", torch.float16).to(memory_format=torch.channels_last).eval()
+    text_projection = text_projection.to("cuda", torch.float16)
+    image_projection = image_projection.to("cuda", torch.float16)
+    main, text_stream, image_stream = torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.Stream()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for pairs, length in requests:
+            ids = torch.randint(0, 30522, (pairs, length), device="cuda", generator=gen)
+            images = torch.randn(pairs, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            images = images.contiguous(memory_format=torch.channels_last)
+            text_stream.wait_stream(main)
+            image_stream.wait_stream(main)
+            with torch.cuda.stream(text_stream):
+                ids.record_stream(text_stream)
+                text = text_projection(text_model(input_ids=ids).last_hidden_state[:, 0])
+            with torch.cuda.stream(image_stream):
+                images.record_stream(image_stream)
+                image = image_projection(image_model(images))
+            main.wait_stream(text_stream)
+            main.wait_stream(image_stream)
+            text.record_stream(main)
+            image.record_stream(main)
+            normalize = nn.functional.normalize
+            scores = normalize(text.float(), dim=-1) @ normalize(image.float(), dim=-1).T
+            checksum += float(scores.nan_to_num().sum().item())
+            del ids, images, text, image, scores
+    torch.cuda.synchronize()
+    del text_model, image_model, text_projection, image_projection
+    return {"requests": requests, "checksum": checksum,
+            "streams": {"text": text_stream.cuda_stream, "image": image_stream.cuda_stream}}
+
+
+def llama_padded_sample_generate(torch):
+    """llama_hf_generate's model (`LlamaForCausalLM(LlamaConfig(...))`: 8 layers, 1024 wide, 16 heads with 4 KV
+    heads, 32k vocabulary), fp16, `generate` with nucleus sampling (top-p 0.9) on batches of prompts of different
+    lengths, left-padded (attention masks with zeros): 4 rounds of (batch, longest prompt, new tokens)
+    (16, 96, 40), (4, 512, 32), (32, 48, 24), (8, 256, 40), each prompt a quarter of the longest or more."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=8, num_attention_heads=16,
+                         num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048)
+    model = LlamaForCausalLM(config).eval()
+    rounds = [(16, 96, 40), (4, 512, 32), (32, 48, 24), (8, 256, 40)]  # batch, longest prompt, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for index, (batch, longest, new) in enumerate(rounds):
+            torch.manual_seed(index)
+            ids = torch.randint(3, config.vocab_size, (batch, longest), device="cuda", generator=gen)
+            lengths = torch.randint(longest // 4, longest + 1, (batch,), device="cuda", generator=gen)
+            mask = (torch.arange(longest, device="cuda")[None] >= longest - lengths[:, None]).long()
+            ids = ids * mask  # pad id 0 on the left
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, min_new_tokens=new,
+                                 do_sample=True, top_p=0.9, pad_token_id=0)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, lengths, mask, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def small_lm_train(torch):
+    """A small causal language model in plain torch (4 layers, 256 wide, 4 heads, 32k vocabulary: 8 M of its 11 M
+    parameters in the embedding), bf16 autocast, AdamW, 8 steps of (batch, tokens) from (1, 512) to (8, 64): a heap
+    of a few hundred MiB, most of it the optimizer's state and the logits."""
+    return train_decoder_lm(torch, 256, 4, 4, [(4, 128), (2, 256), (8, 64), (4, 128), (1, 512), (4, 128), (6, 96),
+                                                (2, 256)], lambda params: torch.optim.AdamW(params, lr=1e-3))
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -2959,7 +3196,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer,
                                      resnet152_bigbatch_train, deeplab_hires_infer, roberta_mlm_train,
                                      paged_kv_serving, conformer_asr_train, unet3d_volume_train,
-                                     vit_huge_bigbatch_infer, long_prompt_serving)}
+                                     vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample,
+                                     mobilenet_infer, dual_stream_infer, llama_padded_sample_generate,
+                                     small_lm_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}

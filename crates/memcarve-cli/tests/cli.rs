@@ -338,6 +338,11 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "unet3d_volume_train.pickle.gz",
         "vit_huge_bigbatch_infer.pickle.gz",
         "long_prompt_serving.pickle.gz",
+        "latent_diffusion_sample.pickle.gz",
+        "mobilenet_infer.pickle.gz",
+        "dual_stream_infer.pickle.gz",
+        "llama_padded_sample_generate.pickle.gz",
+        "small_lm_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());

@@ -512,3 +512,17 @@ fn seventeenth_session_recordings_match_an_independent_walk_and_the_recording_sc
     check_recorded("vit_huge_bigbatch_infer.pickle.gz", (6_366, 5_561.8, 9_084.0, 1.633), 127, 2);
     check_recorded("long_prompt_serving.pickle.gz", (38_750, 4_059.1, 4_614.0, 1.137), 58, 1);
 }
+
+/// The eighteenth session's recordings (2026-12-02 11:14-11:18 UTC), of kinds the shipped traces had few or none
+/// of: a text-conditioned latent-diffusion sampler, a small mobile network at inference, a two-tower model served
+/// on two streams, sampling on left-padded prompts, and a small language model's training.
+#[test]
+fn eighteenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("latent_diffusion_sample.pickle.gz", (39_402, 2_411.8, 3_520.0, 1.460), 47, 2);
+    check_recorded("mobilenet_infer.pickle.gz", (4_654, 355.5, 532.0, 1.496), 19, 2);
+    check_recorded_on_streams("dual_stream_infer.pickle.gz", (5_456, 1_028.5, 1_428.0, 1.388), 45, 9);
+    // The default stream (717 allocations), the text tower's (2,411) and the image tower's (2,328).
+    assert_eq!(distinct_streams("dual_stream_infer.pickle.gz"), 3);
+    check_recorded("llama_padded_sample_generate.pickle.gz", (67_518, 407.6, 458.0, 1.124), 34, 1);
+    check_recorded("small_lm_train.pickle.gz", (2_868, 542.4, 906.0, 1.670), 50, 3);
+}
