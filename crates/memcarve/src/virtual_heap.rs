@@ -1223,6 +1223,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             phys: PhysicalPages {
                 ids: Vec::with_capacity(FIRST_PAGES),
                 free_queue: Vec::with_capacity(FIRST_PAGES),
+                states: States { states: Vec::with_capacity(FIRST_PAGES) },
                 ..PhysicalPages::default()
             },
             release: Arc::clone(&config.release),
