@@ -784,9 +784,10 @@ impl PhysicalPages {
     }
 
     /// For pages `first..=last` in turn, the first free page in queue order, put in use, until none is left
-    /// (stale entries in front of it are dropped; the taken page's entry stays at the head until the next look
-    /// drops it, and an exhausted queue is emptied). The queue's head and the free count stay in locals. Pushes
-    /// the ids to `ids`; returns how many pages got one.
+    /// (stale entries in front of it are dropped, and an exhausted queue is emptied). The entry of the last page
+    /// taken stays at the head until the next look drops it (a page freed again meanwhile keeps that place); the
+    /// others go at once, as the next look would drop them. The queue's head and the free count stay in locals.
+    /// Pushes the ids to `ids`; returns how many pages got one.
     fn take_first_free(&mut self, first: usize, last: usize, ids: &mut Vec<u32>) -> usize {
         let (mut head, mut taken) = (self.queue_head, 0);
         let wanted = last + 1 - first;
@@ -805,6 +806,10 @@ impl PhysicalPages {
             self.states.take(id);
             taken += 1;
             ids.push(id);
+            if taken < wanted {
+                head += 1;
+                self.states.unqueue(id);
+            }
         }
         self.queue_head = head;
         self.free_count -= taken as u64;
