@@ -196,7 +196,11 @@ fn placement_log_checks_out_independently() {
 fn bad_input_is_an_error_naming_the_file() {
     let missing = memcarve().args(["replay", "no/such/trace.pickle"]).output().unwrap();
     assert!(!missing.status.success());
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("no/such/trace.pickle"));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("no/such/trace.pickle"), "{stderr}");
+    // The operating system's reason, once: the error's message does not repeat its source.
+    assert_eq!(stderr.matches("(os error").count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot open or read it"), "{stderr}");
 
     let truncated = temp("truncated.pickle");
     let bytes = std::fs::read(trace("tiny_expandable_segments.pickle")).unwrap();

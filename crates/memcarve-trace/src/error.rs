@@ -1,6 +1,8 @@
 //! The one error type of this crate. Every variant names the file (or the name the caller gave a byte
 //! source) and, where the input is at fault, the position: a line of a trace, a byte offset of a pickle or of
-//! gzip-decompressed data, or a device and entry index of a snapshot.
+//! gzip-decompressed data, or a device and entry index of a snapshot. Where an I/O or decompression error is the
+//! cause, it is the variant's [`std::error::Error::source`] and not repeated in the message, so that printing the
+//! chain (as `anyhow`'s `{:#}` does) says it once.
 
 use std::io;
 
@@ -11,7 +13,7 @@ use crate::model::EventFault;
 #[non_exhaustive]
 pub enum TraceError {
     /// The file could not be opened or read.
-    #[error("{file}: {source}")]
+    #[error("{file}: cannot open or read it")]
     Open {
         /// The file.
         file: String,
@@ -20,7 +22,7 @@ pub enum TraceError {
         source: io::Error,
     },
     /// Reading a trace failed part-way (an I/O error, or gzip data that is corrupt or cut short).
-    #[error("{file}: line {line}: read failed: {source}")]
+    #[error("{file}: line {line}: read failed")]
     Read {
         /// The file.
         file: String,
@@ -31,7 +33,7 @@ pub enum TraceError {
         source: io::Error,
     },
     /// Gzip data is corrupt or cut short (whole-file reads, as of a snapshot).
-    #[error("{file}: gzip data is corrupt or truncated after {offset} decompressed bytes: {source}")]
+    #[error("{file}: gzip data is corrupt or truncated after {offset} decompressed bytes")]
     Gzip {
         /// The file.
         file: String,
@@ -118,7 +120,7 @@ pub enum TraceError {
         line: u64,
     },
     /// Writing a trace failed.
-    #[error("{file}: write failed: {source}")]
+    #[error("{file}: write failed")]
     Write {
         /// The file.
         file: String,

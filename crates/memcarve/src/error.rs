@@ -97,7 +97,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// The device failed in a way other than running out of memory.
-    #[error("device error: {0}")]
+    #[error(transparent)]
     Device(#[from] DeviceError),
 }
 
