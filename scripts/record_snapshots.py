@@ -23,7 +23,8 @@ grad_bucket_train, transformer_xl_train, nerf_train, fsdp_gather_train, lm_1b_tr
 vit_large_train, lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer, resnet152_bigbatch_train,
 deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train, unet3d_volume_train,
 vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample, mobilenet_infer, dual_stream_infer,
-llama_padded_sample_generate, small_lm_train (see WORKLOADS). Prints one line
+llama_padded_sample_generate, small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
+vocoder_infer (see WORKLOADS). Prints one line
 per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
 torch, CUDA and library versions and the GPU).
 """
@@ -3176,6 +3177,137 @@ def small_lm_train(torch):
                                                 (2, 256)], lambda params: torch.optim.AdamW(params, lr=1e-3))
 
 
+def cifar_resnet_train(torch):
+    """torchvision ResNet-18 with 10 classes trained on CIFAR-sized images (32 x 32), SGD with momentum 0.9 and
+    weight decay, fp16 autocast with GradScaler, channels-last, 16 steps with batches of 64 to 512: a small training
+    heap, most of it the weights, their gradients and the momentum."""
+    import torchvision
+
+    batches = [128, 256, 64, 512, 128, 256, 384, 64] * 2
+    losses = train_classifier(torch, torchvision.models.resnet18(num_classes=10),
+                              [(batch, 3, 32, 32) for batch in batches],
+                              lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=5e-4),
+                              classes=10, channels_last=True)
+    return {"losses": losses[::4], "batches": batches}
+
+
+def minilm_embed_infer(torch):
+    """Sentence embeddings from a MiniLM-L6-sized encoder through transformers (`BertModel(BertConfig(...))`: 6
+    layers, 384 wide, 12 heads, 30k vocabulary), fp16, mean-pooled over attention masks, 12 batches of (sentences,
+    longest) from (8, 16) to (256, 128), each sentence a quarter of the longest or more, padded on the right: the
+    smallest model here."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
+                        vocab_size=30522, max_position_embeddings=512)
+    model = BertModel(config, add_pooling_layer=False).eval()
+    batches = [(32, 64), (8, 16), (128, 32), (64, 128), (256, 24), (16, 96), (96, 64), (256, 128), (48, 48),
+               (8, 128), (192, 40), (32, 112)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for sentences, longest in batches:
+            ids = torch.randint(1000, config.vocab_size, (sentences, longest), device="cuda", generator=gen)
+            lengths = torch.randint(max(1, longest // 4), longest + 1, (sentences,), device="cuda", generator=gen)
+            mask = (torch.arange(longest, device="cuda")[None] < lengths[:, None]).long()
+            hidden = model(input_ids=ids * mask, attention_mask=mask).last_hidden_state
+            weights = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(1) / weights.sum(1)
+            embeddings = torch.nn.functional.normalize(pooled.float(), dim=-1)
+            checksum += float((embeddings @ embeddings.T).mean().item())
+            del ids, lengths, mask, hidden, weights, pooled, embeddings
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def vit_tiny_train(torch):
+    """A ViT-Tiny-sized vision transformer from torchvision's `VisionTransformer` (12 layers, 192 wide, 3 heads,
+    patches of 8 on 64 x 64 images: 64 tokens), AdamW, bf16 autocast, 12 steps with batches of 64 to 512 and 100
+    classes: a small training heap of many same-sized activations."""
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    torch.manual_seed(0)
+    model = VisionTransformer(image_size=64, patch_size=8, num_layers=12, num_heads=3, hidden_dim=192,
+                              mlp_dim=768, num_classes=100)
+    batches = [128, 256, 64, 512, 192, 128, 384, 64, 256, 512, 96, 128]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        images = torch.randn(batch, 3, 64, 64, device="cuda", generator=gen)
+        labels = torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    del model, opt
+    return {"losses": losses[::3], "batches": batches}
+
+
+def vocoder_infer(torch):
+    """A HiFi-GAN-style vocoder in plain torch: mel frames (80 channels) up to audio through four transposed 1-D
+    convolutions (x8, x8, x2, x2; 512 to 32 channels), each followed by residual blocks of dilated 1-D convolutions
+    (kernels 3 and 7, dilations 1, 3, 5), fp16 inference on 10 clips of 1 to 4 mel-frame batches of 100 to 800
+    frames: activations that grow 256-fold from input to output."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Residual(nn.Module):
+        def __init__(self, channels, kernel):
+            super().__init__()
+            self.convs = nn.ModuleList(nn.Conv1d(channels, channels, kernel, dilation=d, padding=d * (kernel - 1) // 2)
+                                       for d in (1, 3, 5))
+
+        def forward(self, x):
+            for conv in self.convs:
+                x = x + conv(nn.functional.leaky_relu(x, 0.1))
+            return x
+
+    class Vocoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre = nn.Conv1d(80, 512, 7, padding=3)
+            ups, blocks, channels = [], [], 512
+            for factor in (8, 8, 2, 2):
+                ups.append(nn.ConvTranspose1d(channels, channels // 2, factor * 2, factor, padding=factor // 2))
+                channels //= 2
+                blocks.append(nn.ModuleList(Residual(channels, kernel) for kernel in (3, 7)))
+            self.ups, self.blocks = nn.ModuleList(ups), nn.ModuleList(blocks)
+            self.post = nn.Conv1d(channels, 1, 7, padding=3)
+
+        def forward(self, mel):
+            x = self.pre(mel)
+            for up, residuals in zip(self.ups, self.blocks):
+                x = up(nn.functional.leaky_relu(x, 0.1))
+                x = sum(block(x) for block in residuals) / len(residuals)
+            return torch.tanh(self.post(nn.functional.leaky_relu(x, 0.1)))
+
+    model = Vocoder().eval()
+    clips = [(1, 200), (2, 400), (4, 100), (1, 800), (3, 300), (2, 600), (4, 250), (1, 500), (2, 150), (4, 400)]
+    start_recording(torch)
+    model = model.cuda().half()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    samples = 0
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, frames in clips:
+            mel = torch.randn(batch, 80, frames, device="cuda", generator=gen, dtype=torch.float16)
+            audio = model(mel)
+            samples += audio.shape[-1] * batch
+            checksum += float(audio.float().abs().mean().item())
+            del mel, audio
+    del model
+    return {"clips": clips, "samples": samples, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -3198,7 +3330,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      paged_kv_serving, conformer_asr_train, unet3d_volume_train,
                                      vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample,
                                      mobilenet_infer, dual_stream_infer, llama_padded_sample_generate,
-                                     small_lm_train)}
+                                     small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
+                                     vocoder_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
