@@ -245,6 +245,36 @@ fn config_file_becomes_a_policy() {
         .output()
         .unwrap();
     assert!(!output.status.success(), "unknown settings are refused");
+
+    // The default release policy's settings apply without `release` naming it: a smaller spare commits less ahead
+    // on tiny_expandable_segments (330 MiB against the default's 334).
+    std::fs::write(&config, "[virtual_heap]\nmin_spare_bytes = 8388608\n").unwrap();
+    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
+    let (_, rows) = replay_json_at(args, &[trace("tiny_expandable_segments.pickle")]);
+    let committed = |policy: &str| {
+        let row = rows.iter().find(|row| row["policy"] == policy).unwrap();
+        row["peak_committed_bytes"].as_u64().unwrap()
+    };
+    assert!(committed("config") < committed("vmm"), "{rows:?}");
+
+    // Settings that cannot apply are refused, not ignored.
+    for (settings, says) in [
+        ("slack = -0.5", "slack must be a number of 0 or more"),
+        ("max_ahead_fraction = nan", "max_ahead_fraction must be a number of 0 or more"),
+        ("release = \"immediate\"\nretain_bytes = 0", "settings of release = \"retain\""),
+        ("release = \"retain\"\nslack = 0.1", "settings of release = \"peak-slack\""),
+    ] {
+        std::fs::write(&config, format!("[virtual_heap]\n{settings}\n")).unwrap();
+        let output = memcarve()
+            .arg("replay")
+            .arg("--config")
+            .arg(&config)
+            .arg(trace("tiny_expandable_segments.pickle"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(says), "{settings}: {stderr}");
+    }
 }
 
 /// Issue 7's regression bounds on resnet50_train: the default policy commits at most 1.05 × the peak live bytes

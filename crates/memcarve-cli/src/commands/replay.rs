@@ -74,7 +74,7 @@ struct ConfigFile {
 struct VirtualHeapFile {
     reserve_size: Option<u64>,
     min_granularity: Option<u64>,
-    /// `immediate` or `retain`.
+    /// `peak-slack` (the default), `immediate` or `retain`.
     release: Option<String>,
     retain_bytes: Option<u64>,
     retain_live_fraction: Option<f64>,
@@ -119,34 +119,58 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
         if let Some(on) = heap.growing_series {
             heap_config = heap_config.with_growing_series(on);
         }
-        let release: Option<Arc<dyn ReleasePolicy>> = match heap.release.as_deref() {
-            None => None,
-            Some("immediate") => Some(Arc::new(ReleaseImmediately)),
-            Some("retain") => Some(Arc::new(RetainEmpty {
-                bytes: heap.retain_bytes.unwrap_or(64 << 20),
-                live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
-            })),
-            Some("peak-slack") => {
-                let defaults = PeakSlack::default();
-                Some(Arc::new(PeakSlack {
-                    slack: heap.slack.unwrap_or(defaults.slack),
-                    max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
-                    min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
-                }))
-            }
-            Some(other) => {
-                bail!(
-                    "{}: unknown release policy {other:?} (immediate, retain or peak-slack)",
-                    path.display()
-                )
-            }
-        };
+        let release = release_policy(&heap).with_context(|| format!("{}: [virtual_heap]", path.display()))?;
         if let Some(release) = release {
             heap_config = heap_config.with_release(release);
         }
         config = config.with_virtual_heap(heap_config);
     }
     Ok(Policy { name: "config", description: "from --config", config })
+}
+
+/// The release policy a `[virtual_heap]` table asks for: `None` for the heap's default. The settings of
+/// `peak-slack` (the default policy) apply to it whether or not `release` names it; a setting of another policy than
+/// the one named, and a fraction that is negative or not a number, are errors rather than ignored.
+fn release_policy(heap: &VirtualHeapFile) -> Result<Option<Arc<dyn ReleasePolicy>>> {
+    let fractions = [
+        ("slack", heap.slack),
+        ("max_ahead_fraction", heap.max_ahead_fraction),
+        ("retain_live_fraction", heap.retain_live_fraction),
+    ];
+    for (name, value) in fractions {
+        if let Some(value) = value
+            && !(value.is_finite() && value >= 0.0)
+        {
+            bail!("{name} must be a number of 0 or more, not {value}");
+        }
+    }
+    let peak_slack_settings =
+        heap.slack.is_some() || heap.max_ahead_fraction.is_some() || heap.min_spare_bytes.is_some();
+    let retain_settings = heap.retain_bytes.is_some() || heap.retain_live_fraction.is_some();
+    let release = heap.release.as_deref();
+    if peak_slack_settings && !matches!(release, None | Some("peak-slack")) {
+        bail!("slack, max_ahead_fraction and min_spare_bytes are settings of release = \"peak-slack\"");
+    }
+    if retain_settings && release != Some("retain") {
+        bail!("retain_bytes and retain_live_fraction are settings of release = \"retain\"");
+    }
+    Ok(match release {
+        None if !peak_slack_settings => None,
+        None | Some("peak-slack") => {
+            let defaults = PeakSlack::default();
+            Some(Arc::new(PeakSlack {
+                slack: heap.slack.unwrap_or(defaults.slack),
+                max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
+                min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
+            }))
+        }
+        Some("immediate") => Some(Arc::new(ReleaseImmediately)),
+        Some("retain") => Some(Arc::new(RetainEmpty {
+            bytes: heap.retain_bytes.unwrap_or(64 << 20),
+            live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
+        })),
+        Some(other) => bail!("unknown release policy {other:?} (immediate, retain or peak-slack)"),
+    })
 }
 
 /// One row of the results, as `--json` writes it.
