@@ -377,6 +377,9 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "dual_stream_infer.pickle.gz",
         "llama_padded_sample_generate.pickle.gz",
         "small_lm_train.pickle.gz",
+        "cifar_resnet_train.pickle.gz",
+        "minilm_embed_infer.pickle.gz",
+        "vit_tiny_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -469,10 +472,11 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// The shipped traces the default policy does not meet the memory and operation goal on yet (docs/BENCHMARKS.md,
 /// "Traces recorded after the policy", "Three unseen generation traces", "Four traces of other kinds" and "Ninth
 /// session", "Tenth session"): their figures may not get worse than they are now. Two are within the memory goal
-/// (1.048 ×) but not the operation one (gpt2_sample_generate 45 against 31, opt_generate 57 against 40); three
+/// (1.048 ×) but not the operation one (gpt2_sample_generate 45 against 31, opt_generate 57 against 40); four
 /// small heaps are within the operation goal but not the memory one: fft_science (173 MiB of large allocations:
-/// 1.084 ×, 13 operations against 24), ppo_train (87 MiB of mostly small tensors: 1.109 ×, 4 against 9) and
-/// resnet18_infer_small (115 MiB: 1.130 ×, 15 against 18).
+/// 1.084 ×, 13 operations against 24), ppo_train (87 MiB of mostly small tensors: 1.109 ×, 4 against 9),
+/// resnet18_infer_small (115 MiB: 1.130 ×, 15 against 18) and vocoder_infer (recorded in the nineteenth session,
+/// 186 MiB: 1.086 ×, 17 against 22).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -482,6 +486,7 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("fft_science.pickle.gz", 1.0842, 13),
         ("ppo_train.pickle.gz", 1.1090, 4),
         ("resnet18_infer_small.pickle.gz", 1.1302, 15),
+        ("vocoder_infer.pickle.gz", 1.0856, 17),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);

@@ -526,3 +526,14 @@ fn eighteenth_session_recordings_match_an_independent_walk_and_the_recording_scr
     check_recorded("llama_padded_sample_generate.pickle.gz", (67_518, 407.6, 458.0, 1.124), 34, 1);
     check_recorded("small_lm_train.pickle.gz", (2_868, 542.4, 906.0, 1.670), 50, 3);
 }
+
+/// The nineteenth session's recordings (2026-12-02 15:24 UTC), mostly small heaps, where the default policy's
+/// spare is a large share: ResNet-18 training on 32-pixel images, a MiniLM-sized sentence encoder, a ViT-Tiny's
+/// training on 64-pixel images, and a HiFi-GAN-style vocoder.
+#[test]
+fn nineteenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("cifar_resnet_train.pickle.gz", (6_419, 313.3, 354.0, 1.130), 30, 3);
+    check_recorded("minilm_embed_infer.pickle.gz", (2_193, 344.8, 544.0, 1.578), 22, 2);
+    check_recorded("vit_tiny_train.pickle.gz", (14_763, 2_950.7, 3_750.0, 1.271), 175, 3);
+    check_recorded("vocoder_infer.pickle.gz", (1_426, 186.1, 270.0, 1.451), 15, 0);
+}
