@@ -222,28 +222,24 @@ fn bad_input_is_an_error_naming_the_file() {
     assert!(!unknown.unwrap().status.success());
 }
 
+/// `memcarve replay --config FILE` on tiny_expandable_segments, with `settings` written to FILE.
+fn replay_with_config(config: &std::path::Path, settings: &str) -> std::process::Output {
+    std::fs::write(config, settings).unwrap();
+    let mut command = memcarve();
+    command.arg("replay").arg("--config").arg(config).arg(trace("tiny_expandable_segments.pickle"));
+    command.output().unwrap()
+}
+
 #[test]
 fn config_file_becomes_a_policy() {
     let config = temp("config.toml");
-    std::fs::write(&config, "max_empty_blocks_per_pool = 0\n[virtual_heap]\nrelease = \"immediate\"\n")
-        .unwrap();
-    let output = memcarve()
-        .arg("replay")
-        .arg("--config")
-        .arg(&config)
-        .arg(trace("tiny_expandable_segments.pickle"))
-        .output()
-        .unwrap();
+    let output = replay_with_config(
+        &config,
+        "max_empty_blocks_per_pool = 0\n[virtual_heap]\nrelease = \"immediate\"\n",
+    );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stdout).contains(" config "));
-    std::fs::write(&config, "no_such_field = 1\n").unwrap();
-    let output = memcarve()
-        .arg("replay")
-        .arg("--config")
-        .arg(&config)
-        .arg(trace("tiny_expandable_segments.pickle"))
-        .output()
-        .unwrap();
+    let output = replay_with_config(&config, "no_such_field = 1\n");
     assert!(!output.status.success(), "unknown settings are refused");
 
     // The default release policy's settings apply without `release` naming it: a smaller spare commits less ahead
@@ -264,14 +260,7 @@ fn config_file_becomes_a_policy() {
         ("release = \"immediate\"\nretain_bytes = 0", "settings of release = \"retain\""),
         ("release = \"retain\"\nslack = 0.1", "settings of release = \"peak-slack\""),
     ] {
-        std::fs::write(&config, format!("[virtual_heap]\n{settings}\n")).unwrap();
-        let output = memcarve()
-            .arg("replay")
-            .arg("--config")
-            .arg(&config)
-            .arg(trace("tiny_expandable_segments.pickle"))
-            .output()
-            .unwrap();
+        let output = replay_with_config(&config, &format!("[virtual_heap]\n{settings}\n"));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success() && stderr.contains(says), "{settings}: {stderr}");
     }
