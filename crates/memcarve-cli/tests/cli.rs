@@ -259,6 +259,7 @@ fn config_file_becomes_a_policy() {
         ("max_ahead_fraction = nan", "max_ahead_fraction must be a number of 0 or more"),
         ("release = \"immediate\"\nretain_bytes = 0", "settings of release = \"retain\""),
         ("release = \"retain\"\nslack = 0.1", "settings of release = \"peak-slack\""),
+        ("release = \"bogus\"\nslack = 0.1", "unknown release policy \"bogus\""),
     ] {
         let output = replay_with_config(&config, &format!("[virtual_heap]\n{settings}\n"));
         let stderr = String::from_utf8_lossy(&output.stderr);

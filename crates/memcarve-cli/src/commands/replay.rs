@@ -147,16 +147,19 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Option<Arc<dyn ReleasePolicy
     let peak_slack_settings =
         heap.slack.is_some() || heap.max_ahead_fraction.is_some() || heap.min_spare_bytes.is_some();
     let retain_settings = heap.retain_bytes.is_some() || heap.retain_live_fraction.is_some();
-    let release = heap.release.as_deref();
-    if peak_slack_settings && !matches!(release, None | Some("peak-slack")) {
+    let release = heap.release.as_deref().unwrap_or("peak-slack");
+    if !matches!(release, "peak-slack" | "immediate" | "retain") {
+        bail!("unknown release policy {release:?} (peak-slack, immediate or retain)");
+    }
+    if peak_slack_settings && release != "peak-slack" {
         bail!("slack, max_ahead_fraction and min_spare_bytes are settings of release = \"peak-slack\"");
     }
-    if retain_settings && release != Some("retain") {
+    if retain_settings && release != "retain" {
         bail!("retain_bytes and retain_live_fraction are settings of release = \"retain\"");
     }
     Ok(match release {
-        None if !peak_slack_settings => None,
-        None | Some("peak-slack") => {
+        _ if heap.release.is_none() && !peak_slack_settings => None,
+        "peak-slack" => {
             let defaults = PeakSlack::default();
             Some(Arc::new(PeakSlack {
                 slack: heap.slack.unwrap_or(defaults.slack),
@@ -164,12 +167,11 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Option<Arc<dyn ReleasePolicy
                 min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
             }))
         }
-        Some("immediate") => Some(Arc::new(ReleaseImmediately)),
-        Some("retain") => Some(Arc::new(RetainEmpty {
+        "immediate" => Some(Arc::new(ReleaseImmediately)),
+        _ => Some(Arc::new(RetainEmpty {
             bytes: heap.retain_bytes.unwrap_or(64 << 20),
             live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
         })),
-        Some(other) => bail!("unknown release policy {other:?} (immediate, retain or peak-slack)"),
     })
 }
 
