@@ -120,18 +120,17 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
             heap_config = heap_config.with_growing_series(on);
         }
         let release = release_policy(&heap).with_context(|| format!("{}: [virtual_heap]", path.display()))?;
-        if let Some(release) = release {
-            heap_config = heap_config.with_release(release);
-        }
+        heap_config = heap_config.with_release(release);
         config = config.with_virtual_heap(heap_config);
     }
     Ok(Policy { name: "config", description: "from --config", config })
 }
 
-/// The release policy a `[virtual_heap]` table asks for: `None` for the heap's default. The settings of
-/// `peak-slack` (the default policy) apply to it whether or not `release` names it; a setting of another policy than
-/// the one named, and a fraction that is negative or not a number, are errors rather than ignored.
-fn release_policy(heap: &VirtualHeapFile) -> Result<Option<Arc<dyn ReleasePolicy>>> {
+/// The release policy a `[virtual_heap]` table asks for. The settings of `peak-slack` (the heap's default policy)
+/// apply to it whether or not `release` names it, and the ones left out keep `PeakSlack::default()`'s values; a
+/// setting of another policy than the one named, and a fraction that is negative or not a number, are errors rather
+/// than ignored.
+fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     let fractions = [
         ("slack", heap.slack),
         ("max_ahead_fraction", heap.max_ahead_fraction),
@@ -158,20 +157,19 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Option<Arc<dyn ReleasePolicy
         bail!("retain_bytes and retain_live_fraction are settings of release = \"retain\"");
     }
     Ok(match release {
-        _ if heap.release.is_none() && !peak_slack_settings => None,
         "peak-slack" => {
             let defaults = PeakSlack::default();
-            Some(Arc::new(PeakSlack {
+            Arc::new(PeakSlack {
                 slack: heap.slack.unwrap_or(defaults.slack),
                 max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
                 min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
-            }))
+            })
         }
-        "immediate" => Some(Arc::new(ReleaseImmediately)),
-        _ => Some(Arc::new(RetainEmpty {
+        "immediate" => Arc::new(ReleaseImmediately),
+        _ => Arc::new(RetainEmpty {
             bytes: heap.retain_bytes.unwrap_or(64 << 20),
             live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
-        })),
+        }),
     })
 }
 
