@@ -24,7 +24,8 @@ vit_large_train, lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer, resnet15
 deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train, unet3d_volume_train,
 vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample, mobilenet_infer, dual_stream_infer,
 llama_padded_sample_generate, small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
-vocoder_infer (see WORKLOADS). Prints one line
+vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval, gru_translate, simclr_train (see
+WORKLOADS). Prints one line
 per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
 torch, CUDA and library versions and the GPU).
 """
@@ -35,6 +36,7 @@ import io
 import json
 import os
 import pickle
+import random
 import subprocess
 import sys
 import time
@@ -3308,6 +3310,165 @@ def vocoder_infer(torch):
     return {"clips": clips, "samples": samples, "checksum": checksum}
 
 
+def mixtral_sample_generate(torch):
+    """A Mixtral-style sparse mixture-of-experts decoder through transformers (`MixtralForCausalLM(MixtralConfig(
+    ...))`: 4 layers, 768 wide, 12 heads with 4 KV heads, 8 experts of 2,048 with 2 routed per token, 32k
+    vocabulary), fp16, `generate` with nucleus sampling (top-p 0.95): each step's tokens are gathered and scattered
+    per expert, so the temporaries' sizes follow the routing; 4 rounds (batch, prompt, new tokens) (2, 96, 40),
+    (16, 64, 32), (32, 160, 24), (4, 320, 32)."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    config = MixtralConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=4,
+                           num_attention_heads=12, num_key_value_heads=4, num_local_experts=8,
+                           num_experts_per_tok=2, max_position_embeddings=2048)
+    rounds = [(2, 96, 40), (16, 64, 32), (32, 160, 24), (4, 320, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, MixtralForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.95, top_k=0, pad_token_id=0)
+
+
+def static_cache_generate(torch):
+    """A Llama-style decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 6 layers, 1024 wide, 16
+    heads with 4 KV heads, 32k vocabulary), fp16, greedy `generate` with a static KV cache
+    (`cache_implementation="static"`: each call allocates every layer's keys and values at the full length up front
+    instead of growing them a token at a time), 5 rounds (batch, prompt, new tokens) (1, 256, 64), (8, 128, 48),
+    (24, 64, 32), (4, 512, 40), (12, 192, 24)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=6,
+                         num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
+    rounds = [(1, 256, 64), (8, 128, 48), (24, 64, 32), (4, 512, 40), (12, 192, 24)]  # batch, prompt, new tokens
+    return generate_rounds(torch, LlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           cache_implementation="static", do_sample=False, pad_token_id=0)
+
+
+def knn_retrieval(torch):
+    """Exact nearest-neighbour search without a model: a database of 1.5 million 256-wide fp16 embeddings (768 MiB,
+    on the GPU in 6 shards), queried by 9 batches of 64 to 2,048 normalized queries; each shard's similarities
+    (queries x 250,000) are computed, its top 32 kept, and the shards' candidates merged by a second top-k: large
+    temporaries whose size follows the query batch, beside a resident database."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    start_recording(torch)
+    shards = [torch.nn.functional.normalize(torch.randn(250_000, 256, device="cuda", generator=gen,
+                                                        dtype=torch.float16), dim=-1) for _ in range(6)]
+    checksum = 0.0
+    with torch.inference_mode():
+        for queries in (256, 64, 1024, 512, 2048, 128, 768, 1536, 320):
+            q = torch.nn.functional.normalize(torch.randn(queries, 256, device="cuda", generator=gen,
+                                                          dtype=torch.float16), dim=-1)
+            values, indices = [], []
+            for index, shard in enumerate(shards):
+                scores = q @ shard.T
+                top = scores.topk(32, dim=1)
+                values.append(top.values)
+                indices.append(top.indices + index * shard.shape[0])
+                del scores, top
+            merged = torch.cat(values, dim=1).topk(32, dim=1)
+            ids = torch.cat(indices, dim=1).gather(1, merged.indices)
+            checksum += float(merged.values.float().mean().item()) + float(ids.float().mean().item()) * 1e-9
+            del q, values, indices, merged, ids
+    del shards
+    return {"checksum": checksum}
+
+
+def gru_translate(torch):
+    """A GRU encoder-decoder with additive attention in plain torch (2-layer bidirectional encoder of 512, 2-layer
+    decoder of 1,024, 16k-word vocabularies), fp32 greedy decoding a token at a time, 8 batches of (sentences,
+    source length, target length) from (8, 20, 24) to (128, 60, 64): many small tensors and one step's temporaries
+    after another, on a small heap."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Translator(nn.Module):
+        def __init__(self, vocab=16000, embed=256, hidden=512):
+            super().__init__()
+            self.src_embed, self.tgt_embed = nn.Embedding(vocab, embed), nn.Embedding(vocab, embed)
+            self.encoder = nn.GRU(embed, hidden, num_layers=2, bidirectional=True, batch_first=True)
+            self.bridge = nn.Linear(2 * hidden, 2 * hidden)
+            self.decoder = nn.GRU(embed + 2 * hidden, 2 * hidden, num_layers=2, batch_first=True)
+            self.query, self.key = nn.Linear(2 * hidden, 256), nn.Linear(2 * hidden, 256)
+            self.energy = nn.Linear(256, 1)
+            self.out = nn.Linear(4 * hidden, vocab)
+
+        def translate(self, src, steps):
+            memory, _ = self.encoder(self.src_embed(src))
+            keys = self.key(memory)
+            state = torch.tanh(self.bridge(memory.mean(1))).unsqueeze(0).repeat(2, 1, 1).contiguous()
+            token = torch.ones(src.shape[0], 1, dtype=torch.long, device=src.device)
+            context = memory.mean(1, keepdim=True)
+            tokens = []
+            for _ in range(steps):
+                step_in = torch.cat([self.tgt_embed(token), context], dim=-1)
+                output, state = self.decoder(step_in, state)
+                weights = self.energy(torch.tanh(self.query(output) + keys)).softmax(dim=1)
+                context = (weights * memory).sum(1, keepdim=True)
+                logits = self.out(torch.cat([output, context], dim=-1))
+                token = logits.argmax(-1)
+                tokens.append(token)
+            return torch.cat(tokens, dim=1)
+
+    model = Translator().eval()
+    batches = [(32, 40, 44), (8, 20, 24), (128, 30, 36), (64, 60, 64), (16, 50, 48), (96, 24, 28), (48, 36, 40),
+               (128, 60, 64)]
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    token_sum = 0
+    with torch.inference_mode():
+        for sentences, source, target in batches:
+            src = torch.randint(3, 16000, (sentences, source), device="cuda", generator=gen)
+            out = model.translate(src, target)
+            token_sum += int(out.sum().item())
+            del src, out
+    del model
+    return {"batches": batches, "token_sum": token_sum}
+
+
+def simclr_train(torch):
+    """Contrastive SimCLR-style training: a torchvision ResNet-18 trunk with a 2-layer projection head (512 -> 2,048
+    -> 128), two views of each image (flips and crops done on the GPU), an NT-Xent loss over the (2 x batch)^2
+    similarity matrix, LARS-like SGD with momentum, fp16 autocast with GradScaler, channels-last, 10 steps with
+    batches of 128 to 768 images of 96 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    trunk = torchvision.models.resnet18()
+    trunk.fc = nn.Identity()
+    model = nn.Sequential(trunk, nn.Linear(512, 2048), nn.BatchNorm1d(2048), nn.ReLU(), nn.Linear(2048, 128))
+    batches = [256, 128, 512, 384, 768, 256, 640, 128, 512, 768]
+    start_recording(torch)
+    model = model.cuda().to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9, weight_decay=1e-6)
+    scaler = torch.amp.GradScaler("cuda")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    crops = random.Random(0)
+    losses = []
+    for batch in batches:
+        images = torch.rand(batch, 3, 112, 112, device="cuda", generator=gen)
+        views = []
+        for _ in range(2):
+            top, left = crops.randrange(17), crops.randrange(17)
+            view = images[:, :, top:top + 96, left:left + 96]
+            flip = torch.rand(batch, 1, 1, 1, device="cuda", generator=gen) < 0.5
+            views.append(torch.where(flip, view.flip(-1), view).contiguous(memory_format=torch.channels_last))
+        with torch.autocast("cuda", dtype=torch.float16):
+            z = nn.functional.normalize(model(torch.cat(views)).float(), dim=-1)
+            similarity = z @ z.T / 0.2
+            similarity.fill_diagonal_(float("-inf"))
+            targets = torch.arange(2 * batch, device="cuda").roll(batch)
+            loss = nn.functional.cross_entropy(similarity, targets)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(float(loss.item()))
+        del images, views, view, flip, z, similarity, targets, loss
+    del model, optimizer, scaler
+    return {"batches": batches, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -3331,7 +3492,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample,
                                      mobilenet_infer, dual_stream_infer, llama_padded_sample_generate,
                                      small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
-                                     vocoder_infer)}
+                                     vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval,
+                                     gru_translate, simclr_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
