@@ -537,3 +537,17 @@ fn nineteenth_session_recordings_match_an_independent_walk_and_the_recording_scr
     check_recorded("vit_tiny_train.pickle.gz", (14_763, 2_950.7, 3_750.0, 1.271), 175, 3);
     check_recorded("vocoder_infer.pickle.gz", (1_426, 186.1, 270.0, 1.451), 15, 0);
 }
+
+/// The twentieth session's recordings (2026-12-02 16:44 UTC), of kinds not recorded before: a Mixtral-style sparse
+/// mixture-of-experts decoder sampling, a Llama-style decoder generating with a static KV cache (on two streams,
+/// and PyTorch gives segments back during it), exact nearest-neighbour search without a model, a GRU translator
+/// decoding greedily, and SimCLR contrastive training.
+#[test]
+fn twentieth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("mixtral_sample_generate.pickle.gz", (39_462, 1_037.2, 1_166.0, 1.124), 26, 1);
+    check_recorded_on_streams("static_cache_generate.pickle.gz", (15_647, 397.3, 554.0, 1.394), 67, 2);
+    assert_eq!(distinct_streams("static_cache_generate.pickle.gz"), 2);
+    check_recorded("knn_retrieval.pickle.gz", (844, 1_764.0, 2_396.0, 1.358), 15, 1);
+    check_recorded("gru_translate.pickle.gz", (5_396, 574.0, 890.0, 1.551), 18, 2);
+    check_recorded("simclr_train.pickle.gz", (5_090, 3_884.6, 5_246.0, 1.350), 67, 3);
+}
