@@ -24,10 +24,10 @@ vit_large_train, lm_2_7b_train, lm_6_7b_train, resnet50_bigbatch_infer, resnet15
 deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train, unet3d_volume_train,
 vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample, mobilenet_infer, dual_stream_infer,
 llama_padded_sample_generate, small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
-vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval, gru_translate, simclr_train (see
-WORKLOADS). Prints one line
-per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
-torch, CUDA and library versions and the GPU).
+vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval, gru_translate, simclr_train,
+gaussian_densify_train, packed_varlen_pretrain, nmt_transformer_train, histogram_boosting (see WORKLOADS). Prints
+one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
+(with the torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -3469,6 +3469,234 @@ def simclr_train(torch):
     return {"batches": batches, "losses": losses}
 
 
+def gaussian_densify_train(torch):
+    """A 3-D Gaussian-splatting-style optimization in plain torch: 120,000 points (positions, scales, rotations,
+    48 colour coefficients, opacities as parameters, Adam), splatted to a 512 x 512 image by `index_add_` and fit to
+    a target; every 4 of 24 steps the points with the largest colour gradients are cloned and the faintest pruned,
+    so every parameter and its Adam moments are made again, larger, by concatenation (the set grows to about
+    400,000): training state that grows by replacement, not a KV cache."""
+    nn = torch.nn
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    side = 512
+    start_recording(torch)
+    widths = {"means": 3, "scales": 3, "rotations": 4, "colors": 48, "opacity": 1}
+    params = {name: nn.Parameter(torch.randn(120_000, width, device="cuda", generator=gen) * 0.5)
+              for name, width in widths.items()}
+    opt = torch.optim.Adam(params.values(), lr=0.01)
+    camera = torch.randn(3, 2, device="cuda", generator=gen)
+    target = torch.rand(side * side, 3, device="cuda", generator=gen)
+    losses, counts = [], []
+    for step in range(24):
+        xy = torch.sigmoid(params["means"] @ camera)
+        pixel = (xy[:, 0] * (side - 1)).long() * side + (xy[:, 1] * (side - 1)).long()
+        weight = torch.exp(-params["scales"].norm(dim=1, keepdim=True)) * torch.sigmoid(params["opacity"])
+        weight = weight * nn.functional.normalize(params["rotations"], dim=1)[:, :1].abs()
+        color = torch.sigmoid(params["colors"][:, :3]) + 0.01 * params["colors"][:, 3:].tanh().mean(1, keepdim=True)
+        image = torch.zeros(side * side, 3, device="cuda").index_add(0, pixel, color * weight)
+        loss = (image - target).abs().mean() + 1e-3 * params["means"].pow(2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.item()))
+        if step % 4 == 3:
+            with torch.no_grad():
+                score = params["colors"].grad.norm(dim=1)
+                clone = score.topk(score.numel() // 3).indices
+                keep = (torch.sigmoid(params["opacity"][:, 0]) > 0.05).nonzero()[:, 0]
+                new_params = {}
+                for name, old in params.items():
+                    state = opt.state.get(old, {})
+                    jitter = torch.randn(clone.numel(), old.shape[1], device="cuda", generator=gen) * 0.01
+                    fresh = nn.Parameter(torch.cat([old[keep], old[clone] + jitter]))
+                    if state:
+                        state = {"step": state["step"],
+                                 "exp_avg": torch.cat([state["exp_avg"][keep], state["exp_avg"][clone] * 0]),
+                                 "exp_avg_sq": torch.cat([state["exp_avg_sq"][keep],
+                                                          state["exp_avg_sq"][clone] * 0])}
+                    new_params[name] = (fresh, state)
+                    del jitter
+                del score, clone, keep
+            params = {name: fresh for name, (fresh, _) in new_params.items()}
+            opt = torch.optim.Adam(params.values(), lr=0.01)
+            for fresh, state in new_params.values():
+                if state:
+                    opt.state[fresh] = state
+            del new_params
+        counts.append(params["means"].shape[0])
+        del xy, pixel, weight, color, image, loss
+    del params, opt, camera, target
+    return {"losses": losses[::4], "points": counts}
+
+
+def packed_varlen_pretrain(torch):
+    """Language-model pretraining on packed sequences in plain torch (6 layers, 768 wide, 12 heads, 32k
+    vocabulary): each row packs documents of random lengths, attention is causal within a document only (a
+    block-diagonal boolean mask of rows x tokens x tokens through `scaled_dot_product_attention`), bf16 autocast,
+    AdamW, 10 steps of (rows, tokens) from (16, 512) to (2, 4,096): the masks' size goes with the square of the
+    row length."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, width, heads):
+            super().__init__()
+            self.heads = heads
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x, mask):
+            rows, tokens, width = x.shape
+            q, k, v = self.qkv(self.norm1(x)).view(rows, tokens, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            attn = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = x + self.proj(attn.transpose(1, 2).reshape(rows, tokens, width))
+            return x + self.mlp(self.norm2(x))
+
+    class PackedLM(nn.Module):
+        def __init__(self, width=768, layers=6, heads=12, vocab=32000):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width)
+            self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+            self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, vocab, bias=False)
+
+        def forward(self, ids, docs):
+            tokens = ids.shape[1]
+            causal = torch.ones(tokens, tokens, dtype=torch.bool, device=ids.device).tril()
+            mask = ((docs[:, :, None] == docs[:, None, :]) & causal).unsqueeze(1)
+            x = self.embed(ids)
+            for block in self.blocks:
+                x = block(x, mask)
+            logits = self.head(self.norm(x))
+            return nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten())
+
+    model = PackedLM()
+    shapes = [(16, 512), (8, 1024), (4, 2048), (2, 4096), (16, 512), (4, 2048), (8, 1024), (2, 4096), (12, 768),
+              (6, 1536)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    lengths = random.Random(0)
+    losses = []
+    for rows, tokens in shapes:
+        ids = torch.randint(0, 32000, (rows, tokens), device="cuda", generator=gen)
+        docs = []
+        for _ in range(rows):
+            row, doc = [], 0
+            while len(row) < tokens:
+                row.extend([doc] * lengths.randint(32, tokens // 2))
+                doc += 1
+            docs.append(row[:tokens])
+        docs = torch.tensor(docs, device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(ids, docs)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+        del ids, docs, loss
+    del model, opt
+    return {"shapes": shapes, "losses": losses}
+
+
+def nmt_transformer_train(torch):
+    """Machine-translation training with `nn.Transformer` (6 + 6 layers, 512 wide, 8 heads, 2,048 feed-forward) and
+    a shared 32k vocabulary, source and target padded per batch with key-padding masks, label-smoothed cross
+    entropy, bf16 autocast, AdamW, 12 steps of (sentences, source length, target length) from (16, 128, 120) to
+    (256, 16, 20): batches sized by tokens, as translation trainers build them."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Translator(nn.Module):
+        def __init__(self, vocab=32000, width=512):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, width, padding_idx=0)
+            self.position = nn.Embedding(512, width)
+            self.core = nn.Transformer(width, 8, 6, 6, 2048, dropout=0.1, batch_first=True)
+            self.out = nn.Linear(width, vocab)
+
+        def forward(self, src, tgt_in, tgt_out):
+            def embed(ids):
+                return self.embed(ids) + self.position(torch.arange(ids.shape[1], device=ids.device))
+
+            causal = self.core.generate_square_subsequent_mask(tgt_in.shape[1], device=src.device)
+            hidden = self.core(embed(src), embed(tgt_in), tgt_mask=causal, src_key_padding_mask=src == 0,
+                               tgt_key_padding_mask=tgt_in == 0, memory_key_padding_mask=src == 0)
+            logits = self.out(hidden).float()
+            return nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+                                               label_smoothing=0.1)
+
+    model = Translator()
+    batches = [(64, 40, 44), (16, 128, 120), (128, 24, 28), (32, 80, 72), (256, 16, 20), (48, 60, 64),
+               (24, 100, 96), (96, 32, 36), (64, 48, 40), (16, 120, 128), (128, 20, 24), (40, 72, 76)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for sentences, source, target in batches:
+        def padded(longest):
+            ids = torch.randint(3, 32000, (sentences, longest), device="cuda", generator=gen)
+            lengths = torch.randint(longest // 2, longest + 1, (sentences, 1), device="cuda", generator=gen)
+            return ids * (torch.arange(longest, device="cuda")[None] < lengths)
+
+        src, tgt = padded(source), padded(target + 1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(src, tgt[:, :-1], tgt[:, 1:])
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+        del src, tgt, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def histogram_boosting(torch):
+    """Gradient-boosted decision trees on the GPU in plain torch, without a model: 1 million rows of 64 features
+    binned to 256 levels (uint8), 6 trees of depth 6 fit to squared error; at each level every row's gradient and
+    hessian are added into per-(node, feature, bin) histograms by `index_add_` (index and value temporaries of
+    several hundred MiB), the best split of every node found by cumulative sums, and the rows routed down: large
+    temporaries per level beside a resident dataset."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rows, features, bins, depth = 1_000_000, 64, 256, 6
+    start_recording(torch)
+    data = torch.randint(0, bins, (rows, features), device="cuda", generator=gen, dtype=torch.uint8)
+    noise = torch.randn(rows, device="cuda", generator=gen) * 0.1
+    target = data[:, :8].float().sum(1) / (8 * 255) + noise
+    prediction = torch.zeros(rows, device="cuda")
+    offsets = torch.arange(features, device="cuda") * bins
+    errors = []
+    for _ in range(6):
+        grad = prediction - target
+        hess = torch.ones_like(grad)
+        node = torch.zeros(rows, dtype=torch.long, device="cuda")
+        for level in range(depth):
+            nodes = 1 << level
+            index = (node[:, None] * (features * bins) + offsets + data.long()).flatten()
+            size = nodes * features * bins
+            g_hist = torch.zeros(size, device="cuda").index_add_(0, index, grad[:, None].expand(-1, features).flatten())
+            h_hist = torch.zeros(size, device="cuda").index_add_(0, index, hess[:, None].expand(-1, features).flatten())
+            del index
+            g_left = g_hist.view(nodes, features, bins).cumsum(-1)
+            h_left = h_hist.view(nodes, features, bins).cumsum(-1)
+            g_total, h_total = g_left[:, :1, -1:], h_left[:, :1, -1:]
+            gain = g_left ** 2 / (h_left + 1) + (g_total - g_left) ** 2 / (h_total - h_left + 1)
+            best = gain.view(nodes, -1).argmax(1)
+            feature, threshold = best // bins, best % bins
+            right = data.gather(1, feature[node][:, None])[:, 0].long() > threshold[node]
+            node = node * 2 + right.long()
+            del g_hist, h_hist, g_left, h_left, g_total, h_total, gain, best, feature, threshold, right
+        leaves = 1 << depth
+        g_leaf = torch.zeros(leaves, device="cuda").index_add_(0, node, grad)
+        h_leaf = torch.zeros(leaves, device="cuda").index_add_(0, node, hess)
+        prediction += 0.3 * (-g_leaf / (h_leaf + 1))[node]
+        errors.append(float((prediction - target).pow(2).mean().item()))
+        del grad, hess, node, g_leaf, h_leaf
+    del data, noise, target, prediction, offsets
+    return {"errors": errors}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -3493,7 +3721,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      mobilenet_infer, dual_stream_infer, llama_padded_sample_generate,
                                      small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
                                      vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval,
-                                     gru_translate, simclr_train)}
+                                     gru_translate, simclr_train, gaussian_densify_train, packed_varlen_pretrain,
+                                     nmt_transformer_train, histogram_boosting)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
