@@ -550,4 +550,11 @@ fn twentieth_session_recordings_match_an_independent_walk_and_the_recording_scri
     check_recorded("knn_retrieval.pickle.gz", (844, 1_764.0, 2_396.0, 1.358), 15, 1);
     check_recorded("gru_translate.pickle.gz", (5_396, 574.0, 890.0, 1.551), 18, 2);
     check_recorded("simclr_train.pickle.gz", (5_090, 3_884.6, 5_246.0, 1.350), 67, 3);
+    // Recorded later the same session (17:01 UTC): a Gaussian-splatting-style optimization whose parameters and
+    // Adam moments are made again larger as points are cloned, language-model pretraining on packed sequences
+    // with block-diagonal masks, `nn.Transformer` translation training, and gradient-boosted trees.
+    check_recorded("gaussian_densify_train.pickle.gz", (2_669, 1_117.6, 2_864.0, 2.563), 61, 1);
+    check_recorded("packed_varlen_pretrain.pickle.gz", (6_011, 6_279.0, 13_714.0, 2.184), 86, 3);
+    check_recorded("nmt_transformer_train.pickle.gz", (21_647, 4_346.8, 6_048.0, 1.391), 137, 3);
+    check_recorded("histogram_boosting.pickle.gz", (1_180, 1_552.6, 1_594.0, 1.027), 11, 0);
 }
