@@ -3428,7 +3428,7 @@ def gru_translate(torch):
 def simclr_train(torch):
     """Contrastive SimCLR-style training: a torchvision ResNet-18 trunk with a 2-layer projection head (512 -> 2,048
     -> 128), two views of each image (flips and crops done on the GPU), an NT-Xent loss over the (2 x batch)^2
-    similarity matrix, LARS-like SGD with momentum, fp16 autocast with GradScaler, channels-last, 10 steps with
+    similarity matrix, SGD with momentum and weight decay, fp16 autocast with GradScaler, channels-last, 10 steps with
     batches of 128 to 768 images of 96 pixels."""
     import torchvision
 
@@ -3472,9 +3472,10 @@ def simclr_train(torch):
 def gaussian_densify_train(torch):
     """A 3-D Gaussian-splatting-style optimization in plain torch: 120,000 points (positions, scales, rotations,
     48 colour coefficients, opacities as parameters, Adam), splatted to a 512 x 512 image by `index_add_` and fit to
-    a target; every 4 of 24 steps the points with the largest colour gradients are cloned and the faintest pruned,
-    so every parameter and its Adam moments are made again, larger, by concatenation (the set grows to about
-    400,000): training state that grows by replacement, not a KV cache."""
+    a target; every 4 of 24 steps the third of the points with the largest colour gradients is cloned (points whose
+    opacity falls under 0.05 would be pruned; in the recording none did), so every parameter and its Adam moments
+    are made again, larger, by concatenation (120,000 points to 674,236): training state that grows by
+    replacement, not a KV cache."""
     nn = torch.nn
     gen = torch.Generator(device="cuda").manual_seed(0)
     side = 512
