@@ -25,8 +25,9 @@ deeplab_hires_infer, roberta_mlm_train, paged_kv_serving, conformer_asr_train, u
 vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample, mobilenet_infer, dual_stream_infer,
 llama_padded_sample_generate, small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
 vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval, gru_translate, simclr_train,
-gaussian_densify_train, packed_varlen_pretrain, nmt_transformer_train, histogram_boosting (see WORKLOADS). Prints
-one line per snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
+gaussian_densify_train, packed_varlen_pretrain, nmt_transformer_train, histogram_boosting, resnet34_infer_mid,
+lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate (see WORKLOADS). Prints one line per
+snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
 
@@ -3698,6 +3699,81 @@ def histogram_boosting(torch):
     return {"errors": errors}
 
 
+def resnet34_infer_mid(torch):
+    """torchvision ResNet-34 inference, fp16, channels-last, batches of 4 to 32 images of 192 to 288 pixels (10
+    shapes, each twice): meant as a heap between 200 and 300 MiB, where the default policy's 16 MiB spare is 5 to
+    8 % of the peak."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(8, 224), (16, 192), (4, 288), (32, 224), (12, 256), (24, 192), (8, 288), (32, 192), (16, 256),
+              (4, 224)]
+    checksum = infer_images(torch, torchvision.models.resnet34(num_classes=1000), shapes,
+                            lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
+                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def lraspp_segment_infer(torch):
+    """torchvision LR-ASPP MobileNetV3-Large semantic segmentation inference (21 classes, no pretrained weights),
+    fp16, batches of 1 to 8 images of 384 to 640 pixels (10 shapes, each twice): a small model whose activations
+    are most of a small heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(2, 512), (1, 640), (4, 384), (8, 448), (1, 512), (4, 576), (2, 640), (8, 384), (6, 512), (1, 384)]
+    model = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(),
+                            lambda out: float(out["out"].float().argmax(1).float().mean().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def distilbert_qa_infer(torch):
+    """Extractive question answering with a DistilBERT-sized encoder through transformers
+    (`DistilBertForQuestionAnswering(DistilBertConfig())`: 6 layers, 768 wide, 12 heads, 30k vocabulary), fp16,
+    12 batches of (questions, tokens) from (1, 512) to (32, 128), padded on the right; the best answer span taken
+    from the start and end logits: meant as a heap a little over 200 MiB."""
+    from transformers import DistilBertConfig, DistilBertForQuestionAnswering
+
+    torch.manual_seed(0)
+    config = DistilBertConfig()
+    model = DistilBertForQuestionAnswering(config).eval()
+    batches = [(4, 384), (1, 512), (16, 256), (32, 128), (8, 384), (2, 512), (24, 192), (12, 320), (32, 96),
+               (6, 448), (16, 384), (1, 128)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for questions, tokens in batches:
+            ids = torch.randint(1000, config.vocab_size, (questions, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (questions, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            out = model(input_ids=ids * mask, attention_mask=mask)
+            scores = out.start_logits[:, :, None] + out.end_logits[:, None, :]
+            scores = scores.masked_fill(~torch.ones(tokens, tokens, dtype=torch.bool, device="cuda").triu(), -1e4)
+            best = scores.flatten(1).argmax(1)
+            checksum += int(best.sum().item())
+            del ids, lengths, mask, out, scores, best
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def small_decoder_sample_generate(torch):
+    """A small Llama-style decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 6 layers, 512 wide,
+    8 heads, 32k vocabulary, untied embeddings), fp16, `generate` with top-k sampling, 4 rounds (batch, prompt, new
+    tokens) (8, 128, 48), (16, 64, 32), (4, 256, 40), (24, 96, 24): a generation heap meant to be about 200 MiB."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024,
+                         tie_word_embeddings=False)
+    rounds = [(8, 128, 48), (16, 64, 32), (4, 256, 40), (24, 96, 24)]  # batch, prompt, new tokens
+    return generate_rounds(torch, LlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -3723,7 +3799,8 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
                                      vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval,
                                      gru_translate, simclr_train, gaussian_densify_train, packed_varlen_pretrain,
-                                     nmt_transformer_train, histogram_boosting)}
+                                     nmt_transformer_train, histogram_boosting, resnet34_infer_mid,
+                                     lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
