@@ -397,7 +397,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace (99 in traces/): requests larger than a block get blocks of their own size in their pool, which
+/// shipped trace (103 in traces/): requests larger than a block get blocks of their own size in their pool, which
 /// serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes vary (12 traces
 /// were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md, "Thirteenth
 /// session").
@@ -410,7 +410,7 @@ fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
         .filter(|name| name.ends_with(".pickle") || name.ends_with(".pickle.gz"))
         .collect();
     names.sort();
-    assert!(names.len() >= 99, "{names:?}");
+    assert!(names.len() >= 103, "{names:?}");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let (_, rows) = replay_json(&["--policy", "blocks"], &names);
     assert_eq!(rows.len(), names.len());
@@ -475,7 +475,10 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// small heaps are within the operation goal but not the memory one: fft_science (173 MiB of large allocations:
 /// 1.084 ×, 13 operations against 24), ppo_train (87 MiB of mostly small tensors: 1.109 ×, 4 against 9),
 /// resnet18_infer_small (115 MiB: 1.130 ×, 15 against 18) and vocoder_infer (recorded in the nineteenth session,
-/// 186 MiB: 1.086 ×, 17 against 22).
+/// 186 MiB: 1.086 ×, 17 against 22). Four more, recorded in the twentieth session as heaps of 187 to 261 MiB, miss
+/// the memory goal too: resnet34_infer_mid (194 MiB: 1.113 ×, 19 against 19), lraspp_segment_infer (221 MiB:
+/// 1.070 ×, 15 against 25), distilbert_qa_infer (261 MiB: 1.058 ×, 23 against 30) and
+/// small_decoder_sample_generate (187 MiB: 1.083 ×, 9 against 37).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -486,6 +489,10 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("ppo_train.pickle.gz", 1.1090, 4),
         ("resnet18_infer_small.pickle.gz", 1.1302, 15),
         ("vocoder_infer.pickle.gz", 1.0856, 17),
+        ("resnet34_infer_mid.pickle.gz", 1.1132, 19),
+        ("lraspp_segment_infer.pickle.gz", 1.0700, 15),
+        ("distilbert_qa_infer.pickle.gz", 1.0576, 23),
+        ("small_decoder_sample_generate.pickle.gz", 1.0834, 9),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);

@@ -557,4 +557,10 @@ fn twentieth_session_recordings_match_an_independent_walk_and_the_recording_scri
     check_recorded("packed_varlen_pretrain.pickle.gz", (6_011, 6_279.0, 13_714.0, 2.184), 86, 3);
     check_recorded("nmt_transformer_train.pickle.gz", (21_647, 4_346.8, 6_048.0, 1.391), 137, 3);
     check_recorded("histogram_boosting.pickle.gz", (1_180, 1_552.6, 1_594.0, 1.027), 11, 0);
+    // And at 17:52 UTC, four meant as heaps of 200 to 300 MiB: ResNet-34 and LR-ASPP inference, DistilBERT
+    // question answering and a small decoder sampling.
+    check_recorded("resnet34_infer_mid.pickle.gz", (3_644, 194.0, 242.0, 1.247), 13, 2);
+    check_recorded("lraspp_segment_infer.pickle.gz", (5_809, 220.6, 474.0, 2.149), 17, 0);
+    check_recorded("distilbert_qa_infer.pickle.gz", (2_143, 261.0, 404.0, 1.548), 20, 2);
+    check_recorded("small_decoder_sample_generate.pickle.gz", (49_676, 186.5, 230.0, 1.234), 25, 1);
 }
