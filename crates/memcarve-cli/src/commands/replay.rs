@@ -146,17 +146,9 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     let peak_slack_settings =
         heap.slack.is_some() || heap.max_ahead_fraction.is_some() || heap.min_spare_bytes.is_some();
     let retain_settings = heap.retain_bytes.is_some() || heap.retain_live_fraction.is_some();
+    // Built before the settings are checked against it, so that an unknown name is reported as such first.
     let release = heap.release.as_deref().unwrap_or("peak-slack");
-    if !matches!(release, "peak-slack" | "immediate" | "retain") {
-        bail!("unknown release policy {release:?} (peak-slack, immediate or retain)");
-    }
-    if peak_slack_settings && release != "peak-slack" {
-        bail!("slack, max_ahead_fraction and min_spare_bytes are settings of release = \"peak-slack\"");
-    }
-    if retain_settings && release != "retain" {
-        bail!("retain_bytes and retain_live_fraction are settings of release = \"retain\"");
-    }
-    Ok(match release {
+    let policy: Arc<dyn ReleasePolicy> = match release {
         "peak-slack" => {
             let defaults = PeakSlack::default();
             Arc::new(PeakSlack {
@@ -166,11 +158,19 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
             })
         }
         "immediate" => Arc::new(ReleaseImmediately),
-        _ => Arc::new(RetainEmpty {
+        "retain" => Arc::new(RetainEmpty {
             bytes: heap.retain_bytes.unwrap_or(64 << 20),
             live_fraction: heap.retain_live_fraction.unwrap_or(0.05),
         }),
-    })
+        other => bail!("unknown release policy {other:?} (peak-slack, immediate or retain)"),
+    };
+    if peak_slack_settings && release != "peak-slack" {
+        bail!("slack, max_ahead_fraction and min_spare_bytes are settings of release = \"peak-slack\"");
+    }
+    if retain_settings && release != "retain" {
+        bail!("retain_bytes and retain_live_fraction are settings of release = \"retain\"");
+    }
+    Ok(policy)
 }
 
 /// One row of the results, as `--json` writes it.
