@@ -26,7 +26,9 @@ vit_huge_bigbatch_infer, long_prompt_serving, latent_diffusion_sample, mobilenet
 llama_padded_sample_generate, small_lm_train, cifar_resnet_train, minilm_embed_infer, vit_tiny_train,
 vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval, gru_translate, simclr_train,
 gaussian_densify_train, packed_varlen_pretrain, nmt_transformer_train, histogram_boosting, resnet34_infer_mid,
-lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate (see WORKLOADS). Prints one line per
+lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate, efficientnet_infer_small,
+regnet_train_small, distilgpt2_greedy_generate, t5_small_greedy_translate, gcn_sparse_train, kws_conv1d_train,
+bert_mini_embed_infer, small_unet_denoise_infer (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -3774,6 +3776,222 @@ def small_decoder_sample_generate(torch):
                            seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
 
 
+def efficientnet_infer_small(torch):
+    """torchvision EfficientNet-B0 inference (random weights), fp16, channels-last, batches of 4 to 48 images of 192
+    to 320 pixels (8 shapes, each twice): depthwise convolutions' wide expanded activations in a heap meant to be
+    between 100 and 300 MiB."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(8, 224), (32, 224), (16, 288), (48, 192), (24, 256), (4, 320), (32, 256), (12, 224)]
+    checksum = infer_images(torch, torchvision.models.efficientnet_b0(num_classes=1000), shapes,
+                            lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
+                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def regnet_train_small(torch):
+    """torchvision RegNetY-400MF training (grouped convolutions, squeeze-and-excitation), SGD with momentum, fp16
+    autocast with GradScaler, 10 steps of 16 to 48 images of 128 pixels, 100 classes: a small training heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [32, 16, 48, 24, 40, 16, 48, 32, 24, 40]
+    losses = train_classifier(torch, torchvision.models.regnet_y_400mf(num_classes=100),
+                              [(batch, 3, 128, 128) for batch in batches],
+                              lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9), classes=100,
+                              channels_last=True)
+    return {"batches": batches, "losses": losses}
+
+
+def distilgpt2_greedy_generate(torch):
+    """A DistilGPT-2-sized decoder (`GPT2LMHeadModel(GPT2Config(n_layer=6))`: 6 layers, 768 wide, 50k vocabulary),
+    fp16, greedy `generate`, 4 rounds (batch, prompt, new tokens) (4, 128, 64), (16, 64, 48), (1, 512, 64),
+    (8, 256, 32): a generation heap of about 200 MiB."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=6)
+    rounds = [(4, 128, 64), (16, 64, 48), (1, 512, 64), (8, 256, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPT2LMHeadModel(config).eval(), rounds, config.vocab_size, do_sample=False,
+                           pad_token_id=0)
+
+
+def t5_small_greedy_translate(torch):
+    """A T5-small-sized encoder-decoder (`T5ForConditionalGeneration(T5Config(...))`: 6 + 6 layers, 512 wide, 32k
+    vocabulary), bf16, greedy `generate` for 4 rounds of (batch, input length, new tokens) from (2, 512, 48) to
+    (32, 64, 24), inputs with random padding: an encoder-decoder cache in a heap of about 200 MiB."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
+                      num_heads=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    model = T5ForConditionalGeneration(config).eval()
+    rounds = [(8, 256, 32), (2, 512, 48), (32, 64, 24), (4, 384, 32)]  # batch, length, new tokens
+    start_recording(torch)
+    model = model.to("cuda", torch.bfloat16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, length, new in rounds:
+            ids = torch.randint(2, config.vocab_size, (batch, length), device="cuda", generator=gen)
+            lengths = torch.randint(length // 2, length + 1, (batch, 1), device="cuda", generator=gen)
+            mask = (torch.arange(length, device="cuda")[None, :] < lengths).long()
+            ids = ids * mask  # padding is token 0
+            out = model.generate(input_ids=ids, attention_mask=mask, num_beams=1, do_sample=False,
+                                 max_new_tokens=new, min_new_tokens=new)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, lengths, mask, out
+    del model
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def gcn_sparse_train(torch):
+    """A 2-layer graph convolutional network in plain torch whose aggregation is a sparse-dense product
+    (`torch.sparse.mm` with a normalized COO adjacency), 64 features, 128 wide, 16 classes, fp32, Adam, 8 steps on
+    random graphs of 30,000 to 90,000 nodes and 6 to 12 edges per node: a small heap of index and feature tensors
+    whose sizes change every step."""
+    import random
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    features, width, classes = 64, 128, 16
+    model = nn.ModuleList([nn.Linear(features, width), nn.Linear(width, classes)])
+    rng = random.Random(0)
+    graphs = [(rng.randint(30_000, 90_000), rng.randint(6, 12)) for _ in range(8)]  # nodes, edges per node
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for nodes, per_node in graphs:
+        edges = nodes * per_node
+        index = torch.randint(0, nodes, (2, edges), device="cuda", generator=gen)
+        degree = torch.zeros(nodes, device="cuda").index_add_(0, index[0], torch.ones(edges, device="cuda"))
+        values = 1.0 / degree.clamp(min=1)[index[0]]
+        adjacency = torch.sparse_coo_tensor(index, values, (nodes, nodes)).coalesce()
+        x = torch.randn(nodes, features, device="cuda", generator=gen)
+        labels = torch.randint(0, classes, (nodes,), device="cuda", generator=gen)
+        hidden = torch.relu(torch.sparse.mm(adjacency, model[0](x)))
+        logits = torch.sparse.mm(adjacency, model[1](hidden))
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del index, degree, values, adjacency, x, labels, hidden, logits, loss
+    del model, opt
+    return {"graphs": graphs, "losses": losses}
+
+
+def kws_conv1d_train(torch):
+    """Keyword spotting in plain torch: a 1-D convolutional classifier over raw one-second 16 kHz clips (a strided
+    80-tap front end, then 3 convolution blocks of 64 / 128 / 256 channels with batch norm and pooling, 35 classes),
+    fp32, Adam, 12 steps of 16 to 64 clips: a small audio training heap."""
+    import random
+
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def block(cin, cout, kernel, stride=1):
+        return [nn.Conv1d(cin, cout, kernel, stride=stride, padding=kernel // 2), nn.BatchNorm1d(cout), nn.ReLU(),
+                nn.MaxPool1d(4)]
+
+    model = nn.Sequential(*block(1, 64, 80, stride=4), *block(64, 64, 3), *block(64, 128, 3), *block(128, 256, 3),
+                          nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(256, 35))
+    rng = random.Random(0)
+    batches = [rng.choice([16, 32, 48, 64]) for _ in range(12)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        clips = torch.randn(batch, 1, 16000, device="cuda", generator=gen)
+        labels = torch.randint(0, 35, (batch,), device="cuda", generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(clips), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del clips, labels, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def bert_mini_embed_infer(torch):
+    """Sentence embeddings from a BERT-mini-sized encoder through transformers (`BertModel(BertConfig(...))`: 4
+    layers, 256 wide, 4 heads, 30k vocabulary), fp16, mean pooling over the attention mask, 10 batches of
+    (sentences, tokens) from (512, 32) to (16, 512), padded on the right: a heap of about 100 MiB."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+    model = BertModel(config, add_pooling_layer=False).eval()
+    batches = [(128, 128), (512, 32), (16, 512), (64, 256), (256, 64), (32, 384), (192, 96), (8, 512), (96, 160),
+               (384, 48)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for sentences, tokens in batches:
+            ids = torch.randint(1000, config.vocab_size, (sentences, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            hidden = model(input_ids=ids * mask, attention_mask=mask).last_hidden_state
+            weights = mask[:, :, None].to(hidden.dtype)
+            embeddings = (hidden * weights).sum(1) / weights.sum(1)
+            embeddings = torch.nn.functional.normalize(embeddings.float(), dim=1)
+            checksum += float((embeddings @ embeddings.T).mean().item())
+            del ids, lengths, mask, hidden, weights, embeddings
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def small_unet_denoise_infer(torch):
+    """Image denoising inference with a small UNet in plain torch (3 levels of 32 / 64 / 128 channels, two 3 x 3
+    convolutions with GroupNorm and SiLU per level, skip connections by concatenation), fp16, 9 rounds of (batch,
+    side) from (1, 768) to (16, 128): full-resolution activations in a heap meant to be about 150 MiB."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def double(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.SiLU(),
+                             nn.Conv2d(cout, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.SiLU())
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down1, self.down2, self.mid = double(3, 32), double(32, 64), double(64, 128)
+            self.up2, self.up1 = double(128 + 64, 64), double(64 + 32, 32)
+            self.out = nn.Conv2d(32, 3, 1)
+
+        def forward(self, x):
+            d1 = self.down1(x)
+            d2 = self.down2(nn.functional.max_pool2d(d1, 2))
+            m = self.mid(nn.functional.max_pool2d(d2, 2))
+            u2 = self.up2(torch.cat([nn.functional.interpolate(m, scale_factor=2.0), d2], 1))
+            u1 = self.up1(torch.cat([nn.functional.interpolate(u2, scale_factor=2.0), d1], 1))
+            return x - self.out(u1)
+
+    rounds = [(4, 256), (1, 768), (16, 128), (2, 512), (8, 256), (1, 640), (6, 320), (12, 192), (3, 448)]
+    model = UNet()
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, side in rounds:
+            noisy = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
+            clean = model(noisy)
+            checksum += float(clean.float().abs().mean().item())
+            del noisy, clean
+    del model
+    return {"rounds": rounds, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -3800,7 +4018,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval,
                                      gru_translate, simclr_train, gaussian_densify_train, packed_varlen_pretrain,
                                      nmt_transformer_train, histogram_boosting, resnet34_infer_mid,
-                                     lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate)}
+                                     lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate,
+                                     efficientnet_infer_small, regnet_train_small, distilgpt2_greedy_generate,
+                                     t5_small_greedy_translate, gcn_sparse_train, kws_conv1d_train,
+                                     bert_mini_embed_infer, small_unet_denoise_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}

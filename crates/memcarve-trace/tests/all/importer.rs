@@ -564,3 +564,20 @@ fn twentieth_session_recordings_match_an_independent_walk_and_the_recording_scri
     check_recorded("distilbert_qa_infer.pickle.gz", (2_143, 261.0, 404.0, 1.548), 20, 2);
     check_recorded("small_decoder_sample_generate.pickle.gz", (49_676, 186.5, 230.0, 1.234), 25, 1);
 }
+
+/// The twenty-first session's recordings (2026-12-02 20:27 and 20:30 UTC), meant as small heaps of kinds not
+/// recorded before, to judge a rule chosen on the other traces (docs/BENCHMARKS.md, "Twenty-first session"):
+/// EfficientNet-B0 inference, RegNetY-400MF training, a DistilGPT-2-sized decoder and a T5-small-sized
+/// translator decoding greedily, a sparse-product graph network's training, keyword spotting on raw audio, a
+/// BERT-mini-sized sentence encoder, and a small UNet denoising images.
+#[test]
+fn twenty_first_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("efficientnet_infer_small.pickle.gz", (5_690, 263.2, 854.0, 3.245), 20, 2);
+    check_recorded("regnet_train_small.pickle.gz", (13_963, 365.1, 418.0, 1.145), 65, 3);
+    check_recorded("distilgpt2_greedy_generate.pickle.gz", (42_567, 291.3, 348.0, 1.195), 26, 2);
+    check_recorded("t5_small_greedy_translate.pickle.gz", (58_252, 221.0, 254.0, 1.150), 36, 1);
+    check_recorded("gcn_sparse_train.pickle.gz", (711, 362.3, 492.0, 1.358), 17, 3);
+    check_recorded("kws_conv1d_train.pickle.gz", (1_287, 322.5, 442.0, 1.371), 17, 3);
+    check_recorded("bert_mini_embed_infer.pickle.gz", (1_377, 155.3, 256.0, 1.648), 15, 2);
+    check_recorded("small_unet_denoise_infer.pickle.gz", (939, 388.8, 798.0, 2.052), 13, 0);
+}
