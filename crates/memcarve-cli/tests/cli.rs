@@ -379,6 +379,11 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "packed_varlen_pretrain.pickle.gz",
         "nmt_transformer_train.pickle.gz",
         "histogram_boosting.pickle.gz",
+        "regnet_train_small.pickle.gz",
+        "distilgpt2_greedy_generate.pickle.gz",
+        "gcn_sparse_train.pickle.gz",
+        "kws_conv1d_train.pickle.gz",
+        "small_unet_denoise_infer.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -397,7 +402,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace (103 in traces/): requests larger than a block get blocks of their own size in their pool, which
+/// shipped trace (111 in traces/): requests larger than a block get blocks of their own size in their pool, which
 /// serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes vary (12 traces
 /// were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md, "Thirteenth
 /// session").
@@ -410,7 +415,7 @@ fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
         .filter(|name| name.ends_with(".pickle") || name.ends_with(".pickle.gz"))
         .collect();
     names.sort();
-    assert!(names.len() >= 103, "{names:?}");
+    assert!(names.len() >= 111, "{names:?}");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let (_, rows) = replay_json(&["--policy", "blocks"], &names);
     assert_eq!(rows.len(), names.len());
@@ -478,7 +483,10 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// 186 MiB: 1.086 ×, 17 against 22). Four more, recorded in the twentieth session as heaps of 187 to 261 MiB, miss
 /// the memory goal too: resnet34_infer_mid (194 MiB: 1.113 ×, 19 against 19), lraspp_segment_infer (221 MiB:
 /// 1.070 ×, 15 against 25), distilbert_qa_infer (261 MiB: 1.058 ×, 23 against 30) and
-/// small_decoder_sample_generate (187 MiB: 1.083 ×, 9 against 37).
+/// small_decoder_sample_generate (187 MiB: 1.083 ×, 9 against 37). Three of the eight small heaps recorded in the
+/// twenty-first session miss it as well: bert_mini_embed_infer (155 MiB: 1.095 ×, 16 against 22),
+/// t5_small_greedy_translate (221 MiB: 1.068 ×, 12 against 54) and efficientnet_infer_small (263 MiB: 1.056 ×, 24
+/// against 30).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -493,6 +501,9 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("lraspp_segment_infer.pickle.gz", 1.0700, 15),
         ("distilbert_qa_infer.pickle.gz", 1.0576, 23),
         ("small_decoder_sample_generate.pickle.gz", 1.0834, 9),
+        ("bert_mini_embed_infer.pickle.gz", 1.0947, 16),
+        ("t5_small_greedy_translate.pickle.gz", 1.0681, 12),
+        ("efficientnet_infer_small.pickle.gz", 1.0564, 24),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);
