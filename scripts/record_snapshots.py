@@ -391,25 +391,35 @@ def t5_beam_generate(torch):
     torch.manual_seed(0)
     config = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
                       num_heads=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
-    model = T5ForConditionalGeneration(config).eval()
     rounds = [(1, 512, 24), (8, 128, 16), (16, 64, 12), (4, 256, 16)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, T5ForConditionalGeneration(config).eval(), rounds,
+                                               config.vocab_size, num_beams=4, do_sample=False)
+    return {"rounds": rounds, "num_beams": 4, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def generate_padded_rounds(torch, model, rounds, vocab_size, **generate_args):
+    """Records from before `model` (an encoder-decoder built on the CPU by the caller, passed as its only reference
+    so that it is freed here) moves to the GPU in bf16, then runs transformers' `generate` once per (batch, input
+    length, new tokens) round on random inputs of ids in [2, vocab_size), padded on the right (token 0) from a
+    random length of at least half the input length, exactly `new` tokens each. Returns the output shapes and a
+    checksum of the tokens."""
     start_recording(torch)
     model = model.to("cuda", torch.bfloat16)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    out_lengths, token_sum = [], 0
+    shapes, token_sum = [], 0
     with torch.inference_mode():
         for batch, length, new in rounds:
-            ids = torch.randint(2, config.vocab_size, (batch, length), device="cuda", generator=gen)
+            ids = torch.randint(2, vocab_size, (batch, length), device="cuda", generator=gen)
             lengths = torch.randint(length // 2, length + 1, (batch, 1), device="cuda", generator=gen)
             mask = (torch.arange(length, device="cuda")[None, :] < lengths).long()
             ids = ids * mask  # padding is token 0
-            out = model.generate(input_ids=ids, attention_mask=mask, num_beams=4, do_sample=False,
-                                 max_new_tokens=new, min_new_tokens=new)
-            out_lengths.append(list(out.shape))
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, min_new_tokens=new,
+                                 **generate_args)
+            shapes.append(list(out.shape))
             token_sum += int(out.sum().item())
             del ids, lengths, mask, out
-    del model
-    return {"rounds": rounds, "num_beams": 4, "output_shapes": out_lengths, "token_sum": token_sum}
+    del model, generate_args
+    return shapes, token_sum
 
 
 def generate_rounds(torch, model, rounds, vocab_size, low=0, seed_each_round=False, assistant=None, **generate_args):
@@ -3826,24 +3836,9 @@ def t5_small_greedy_translate(torch):
     torch.manual_seed(0)
     config = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
                       num_heads=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
-    model = T5ForConditionalGeneration(config).eval()
     rounds = [(8, 256, 32), (2, 512, 48), (32, 64, 24), (4, 384, 32)]  # batch, length, new tokens
-    start_recording(torch)
-    model = model.to("cuda", torch.bfloat16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes, token_sum = [], 0
-    with torch.inference_mode():
-        for batch, length, new in rounds:
-            ids = torch.randint(2, config.vocab_size, (batch, length), device="cuda", generator=gen)
-            lengths = torch.randint(length // 2, length + 1, (batch, 1), device="cuda", generator=gen)
-            mask = (torch.arange(length, device="cuda")[None, :] < lengths).long()
-            ids = ids * mask  # padding is token 0
-            out = model.generate(input_ids=ids, attention_mask=mask, num_beams=1, do_sample=False,
-                                 max_new_tokens=new, min_new_tokens=new)
-            shapes.append(list(out.shape))
-            token_sum += int(out.sum().item())
-            del ids, lengths, mask, out
-    del model
+    shapes, token_sum = generate_padded_rounds(torch, T5ForConditionalGeneration(config).eval(), rounds,
+                                               config.vocab_size, num_beams=1, do_sample=False)
     return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
 
 
