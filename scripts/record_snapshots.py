@@ -28,7 +28,9 @@ vocoder_infer, mixtral_sample_generate, static_cache_generate, knn_retrieval, gr
 gaussian_densify_train, packed_varlen_pretrain, nmt_transformer_train, histogram_boosting, resnet34_infer_mid,
 lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate, efficientnet_infer_small,
 regnet_train_small, distilgpt2_greedy_generate, t5_small_greedy_translate, gcn_sparse_train, kws_conv1d_train,
-bert_mini_embed_infer, small_unet_denoise_infer (see WORKLOADS). Prints one line per
+bert_mini_embed_infer, small_unet_denoise_infer, squeezenet_infer, densenet_infer, vit_b32_infer,
+shufflenet_train_small, opt_small_sample_generate, bart_small_greedy_summarize, tiny_llama_greedy_generate (see
+WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -3989,6 +3991,105 @@ def small_unet_denoise_infer(torch):
     return {"rounds": rounds, "checksum": checksum}
 
 
+def image_score(out):
+    """A classifier's output as a number: the summed top softmax probabilities."""
+    return float(out.float().softmax(1).max(1).values.sum().item())
+
+
+def squeezenet_infer(torch):
+    """torchvision SqueezeNet 1.1 inference (fire modules: 1 x 1 squeezes and concatenated expands), fp16,
+    channels-last, 8 (batch, image side) shapes from (2, 384) to (96, 224), each twice: a small vision heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(16, 224), (96, 224), (2, 384), (48, 256), (8, 320), (64, 192), (4, 448), (32, 288)]
+    checksum = infer_images(torch, torchvision.models.squeezenet1_1(), shapes,
+                            lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def densenet_infer(torch):
+    """torchvision DenseNet-121 inference (every layer's input the concatenation of all before it in its block),
+    fp16, 8 (batch, image side) shapes from (1, 448) to (32, 224), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(8, 224), (1, 448), (32, 224), (4, 320), (16, 256), (2, 384), (24, 192), (12, 288)]
+    checksum = infer_images(torch, torchvision.models.densenet121(), shapes,
+                            lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def vit_b32_infer(torch):
+    """torchvision ViT-B/32 inference (88 M parameters, 49 patches at 224 pixels), fp16, 8 batches from 1 to 128
+    images of 224 pixels, each twice: weights are most of the heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(16, 224), (1, 224), (128, 224), (8, 224), (64, 224), (4, 224), (96, 224), (32, 224)]
+    checksum = infer_images(torch, torchvision.models.vit_b_32(), shapes, lambda m: m.cuda().half().eval(),
+                            image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def shufflenet_train_small(torch):
+    """torchvision ShuffleNetV2 x1.0 training (channel shuffles and splits), 200 classes, AdamW, fp16 autocast with
+    GradScaler, 10 steps of 32 to 96 images of 128 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [64, 32, 96, 48, 80, 32, 96, 64, 48, 80]
+    losses = train_classifier(torch, torchvision.models.shufflenet_v2_x1_0(num_classes=200),
+                              [(batch, 3, 128, 128) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3), classes=200)
+    return {"batches": batches, "losses": losses}
+
+
+def opt_small_sample_generate(torch):
+    """A small OPT-style decoder through transformers (`OPTForCausalLM(OPTConfig(...))`: 6 layers, 512 wide, 8 heads,
+    50k vocabulary), fp16, `generate` with nucleus sampling (top-p 0.9), 4 rounds (batch, prompt, new tokens)
+    (8, 96, 48), (2, 384, 64), (24, 32, 32), (4, 192, 40)."""
+    from transformers import OPTConfig, OPTForCausalLM
+
+    torch.manual_seed(0)
+    config = OPTConfig(vocab_size=50272, hidden_size=512, num_hidden_layers=6, ffn_dim=2048, num_attention_heads=8,
+                       word_embed_proj_dim=512, max_position_embeddings=1024)
+    rounds = [(8, 96, 48), (2, 384, 64), (24, 32, 32), (4, 192, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, OPTForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.9, top_k=0, pad_token_id=1)
+
+
+def bart_small_greedy_summarize(torch):
+    """A small BART-style encoder-decoder through transformers (`BartForConditionalGeneration(BartConfig(...))`:
+    4 + 4 layers, 512 wide, 8 heads, 50k vocabulary), bf16, greedy `generate` for 4 rounds of (batch, input length,
+    new tokens) from (2, 1024, 48) to (16, 256, 32), inputs with random padding."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = BartConfig(vocab_size=50265, d_model=512, encoder_layers=4, decoder_layers=4, encoder_attention_heads=8,
+                        decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                        max_position_embeddings=1024, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+                        decoder_start_token_id=2, forced_eos_token_id=None)
+    rounds = [(4, 512, 40), (2, 1024, 48), (16, 256, 32), (8, 384, 24)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, BartForConditionalGeneration(config).eval(), rounds,
+                                               config.vocab_size, num_beams=1, do_sample=False)
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def tiny_llama_greedy_generate(torch):
+    """A tiny Llama-style decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 4 layers, 384 wide, 6
+    heads with 2 KV heads, 32k vocabulary), fp16, greedy `generate`, 5 rounds (batch, prompt, new tokens) from
+    (1, 512, 64) to (32, 48, 24): a heap of about 100 MiB."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=384, intermediate_size=1024, num_hidden_layers=4,
+                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=1024)
+    rounds = [(4, 128, 48), (1, 512, 64), (32, 48, 24), (8, 256, 32), (16, 96, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, LlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -4018,7 +4119,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate,
                                      efficientnet_infer_small, regnet_train_small, distilgpt2_greedy_generate,
                                      t5_small_greedy_translate, gcn_sparse_train, kws_conv1d_train,
-                                     bert_mini_embed_infer, small_unet_denoise_infer)}
+                                     bert_mini_embed_infer, small_unet_denoise_infer, squeezenet_infer,
+                                     densenet_infer, vit_b32_infer, shufflenet_train_small,
+                                     opt_small_sample_generate, bart_small_greedy_summarize,
+                                     tiny_llama_greedy_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
