@@ -384,6 +384,14 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "gcn_sparse_train.pickle.gz",
         "kws_conv1d_train.pickle.gz",
         "small_unet_denoise_infer.pickle.gz",
+        "vocoder_infer.pickle.gz",
+        "lraspp_segment_infer.pickle.gz",
+        "distilbert_qa_infer.pickle.gz",
+        "t5_small_greedy_translate.pickle.gz",
+        "efficientnet_infer_small.pickle.gz",
+        "squeezenet_infer.pickle.gz",
+        "vit_b32_infer.pickle.gz",
+        "shufflenet_train_small.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -402,7 +410,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace (111 in traces/): requests larger than a block get blocks of their own size in their pool, which
+/// shipped trace (118 in traces/): requests larger than a block get blocks of their own size in their pool, which
 /// serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes vary (12 traces
 /// were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md, "Thirteenth
 /// session").
@@ -415,7 +423,7 @@ fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
         .filter(|name| name.ends_with(".pickle") || name.ends_with(".pickle.gz"))
         .collect();
     names.sort();
-    assert!(names.len() >= 111, "{names:?}");
+    assert!(names.len() >= 118, "{names:?}");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let (_, rows) = replay_json(&["--policy", "blocks"], &names);
     assert_eq!(rows.len(), names.len());
@@ -474,36 +482,34 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 }
 
 /// The shipped traces the default policy does not meet the memory and operation goal on yet (docs/BENCHMARKS.md,
-/// "Traces recorded after the policy", "Three unseen generation traces", "Four traces of other kinds" and "Ninth
-/// session", "Tenth session"): their figures may not get worse than they are now. Two are within the memory goal
-/// (1.048 ×) but not the operation one (gpt2_sample_generate 45 against 31, opt_generate 57 against 40); four
-/// small heaps are within the operation goal but not the memory one: fft_science (173 MiB of large allocations:
-/// 1.084 ×, 13 operations against 24), ppo_train (87 MiB of mostly small tensors: 1.109 ×, 4 against 9),
-/// resnet18_infer_small (115 MiB: 1.130 ×, 15 against 18) and vocoder_infer (recorded in the nineteenth session,
-/// 186 MiB: 1.086 ×, 17 against 22). Four more, recorded in the twentieth session as heaps of 187 to 261 MiB, miss
-/// the memory goal too: resnet34_infer_mid (194 MiB: 1.113 ×, 19 against 19), lraspp_segment_infer (221 MiB:
-/// 1.070 ×, 15 against 25), distilbert_qa_infer (261 MiB: 1.058 ×, 23 against 30) and
-/// small_decoder_sample_generate (187 MiB: 1.083 ×, 9 against 37). Three of the eight small heaps recorded in the
-/// twenty-first session miss it as well: bert_mini_embed_infer (155 MiB: 1.095 ×, 16 against 22),
-/// t5_small_greedy_translate (221 MiB: 1.068 ×, 12 against 54) and efficientnet_infer_small (263 MiB: 1.056 ×, 24
-/// against 30).
+/// "Traces recorded after the policy", "Three unseen generation traces", "Four traces of other kinds", "Ninth
+/// session", "Tenth session" and "Twenty-first session"): their figures may not get worse than they are now.
+/// opt_generate is within the memory goal (1.048 ×) but not the operation one (57 against 40);
+/// gpt2_sample_generate misses both (1.059 × with 41 against 31: since the spare ends once a heap has allocated 8
+/// times its peak, it makes 4 operations fewer and commits 1.048 → 1.059 ×). Six small heaps are within the
+/// operation goal but not the memory one: fft_science (173 MiB of large allocations: 1.084 ×, 13 operations
+/// against 24), ppo_train (87 MiB of mostly small tensors: 1.109 ×, 4 against 9), resnet18_infer_small (115 MiB:
+/// 1.130 ×, 15 against 18), resnet34_infer_mid (194 MiB: 1.113 ×, 19 against 19), small_decoder_sample_generate
+/// (187 MiB: 1.051 ×, 16 against 37) and bert_mini_embed_infer (155 MiB: 1.056 ×, 16 against 22). Four more were
+/// recorded to judge that rule after it was fixed, and miss as well (with it and without): tiny_llama_greedy_generate
+/// (117 MiB: 1.058 ×, 7 against 27), bart_small_greedy_summarize (198 MiB: 1.062 ×, 12 against 36),
+/// opt_small_sample_generate (209 MiB: 1.065 ×, 25 against 42) and densenet_infer (211 MiB: 1.111 ×, 29 against 34).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
     let ceilings = [
-        ("gpt2_sample_generate.pickle.gz", 1.0482, 45),
+        ("gpt2_sample_generate.pickle.gz", 1.0587, 41),
         ("opt_generate.pickle.gz", 1.0482, 57),
         ("fft_science.pickle.gz", 1.0842, 13),
         ("ppo_train.pickle.gz", 1.1090, 4),
         ("resnet18_infer_small.pickle.gz", 1.1302, 15),
-        ("vocoder_infer.pickle.gz", 1.0856, 17),
         ("resnet34_infer_mid.pickle.gz", 1.1132, 19),
-        ("lraspp_segment_infer.pickle.gz", 1.0700, 15),
-        ("distilbert_qa_infer.pickle.gz", 1.0576, 23),
-        ("small_decoder_sample_generate.pickle.gz", 1.0834, 9),
-        ("bert_mini_embed_infer.pickle.gz", 1.0947, 16),
-        ("t5_small_greedy_translate.pickle.gz", 1.0681, 12),
-        ("efficientnet_infer_small.pickle.gz", 1.0564, 24),
+        ("small_decoder_sample_generate.pickle.gz", 1.0512, 16),
+        ("bert_mini_embed_infer.pickle.gz", 1.0561, 16),
+        ("tiny_llama_greedy_generate.pickle.gz", 1.0582, 7),
+        ("bart_small_greedy_summarize.pickle.gz", 1.0623, 12),
+        ("opt_small_sample_generate.pickle.gz", 1.0647, 25),
+        ("densenet_infer.pickle.gz", 1.1107, 29),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);

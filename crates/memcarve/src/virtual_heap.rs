@@ -48,6 +48,8 @@ pub struct HeapState {
     pub peak_live_bytes: u64,
     /// Page size.
     pub page_size: u64,
+    /// Bytes handed out by allocations so far, freed ones included.
+    pub allocated_bytes: u64,
 }
 
 /// Decides how much empty committed memory a virtual heap keeps after a free. Keeping some avoids paying the
@@ -73,7 +75,10 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
 /// Keeps committed memory within a slack of the highest live bytes seen so far: free pages stay committed as
 /// long as `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes, peak committed
 /// so far)`, and new pages are committed ahead by what that budget allows (up to `max_ahead_fraction` of the
-/// committed bytes). A workload that returns to earlier peaks (training steps, generation rounds) then reuses its
+/// committed bytes). The spare applies while the heap is young, until it has handed out `spare_until_allocated`
+/// times its peak live bytes in all: a heap still growing into its working set maps ahead by the spare, and one
+/// that has cycled through it several times takes a new peak as an excursion, mapping ahead only within the
+/// slack. A workload that returns to earlier peaks (training steps, generation rounds) then reuses its
 /// pages without driver calls, and peak committed stays within the slack of peak live (plus the pages partly
 /// used at allocations' edges). Keeping what the peak committed already held costs no memory the peak has not
 /// shown, and giving a page back costs an unmap at every address it shows at. Online: it uses only what has
@@ -88,23 +93,37 @@ pub struct PeakSlack {
     /// allocations, so a small heap needs a few spare pages whatever its size, or it maps and unmaps at the
     /// budget's edge on every batch.
     pub min_spare_bytes: u64,
+    /// The spare applies until the heap has allocated this many times its peak live bytes in all (freed bytes
+    /// included); after that only the slack does. `f64::INFINITY` keeps the spare for good.
+    pub spare_until_allocated: f64,
 }
 
 impl Default for PeakSlack {
-    /// 4 % slack, at least 16 MiB (8 pages of 2 MiB), and new pages committed ahead by up to half the committed
-    /// bytes: on the eleven traces it was chosen on it commits at most 1.048 × the peak live bytes; on the four
-    /// recorded after, up to 1.064 × (gpt2_sample_generate). The fraction binds where the budget has more room
-    /// than that share of the committed bytes, which is while a heap is small next to its budget; from a quarter
-    /// to a half, no trace needed more operations and six needed fewer (docs/BENCHMARKS.md).
+    /// 4 % slack, at least 16 MiB (8 pages of 2 MiB) until the heap has allocated 8 times its peak live bytes,
+    /// and new pages committed ahead by up to half the committed bytes: on the eleven traces it was first chosen
+    /// on it commits at most 1.048 × the peak live bytes; on the four recorded after, up to 1.064 ×
+    /// (gpt2_sample_generate). The fraction binds where the budget has more room than that share of the committed
+    /// bytes, which is while a heap is small next to its budget; from a quarter to a half, no trace needed more
+    /// operations and six needed fewer. Ending the spare at 8 times (anywhere from 2 to 16 did about as well)
+    /// brought five heaps of 186 to 263 MiB within 1.05 × and broke none of 112 traces (docs/BENCHMARKS.md,
+    /// "Twenty-first session").
     fn default() -> PeakSlack {
-        PeakSlack { slack: 0.04, max_ahead_fraction: 0.5, min_spare_bytes: 16 << 20 }
+        PeakSlack {
+            slack: 0.04,
+            max_ahead_fraction: 0.5,
+            min_spare_bytes: 16 << 20,
+            spare_until_allocated: 8.0,
+        }
     }
 }
 
 impl PeakSlack {
     fn budget(&self, state: &HeapState) -> u64 {
         let proportional = (state.peak_live_bytes as f64 * (1.0 + self.slack)) as u64;
-        proportional.max(state.peak_live_bytes.saturating_add(self.min_spare_bytes))
+        // Written so that an infinite factor times no peak yet (not a number) counts as young.
+        let old = state.allocated_bytes as f64 > self.spare_until_allocated * state.peak_live_bytes as f64;
+        let spare = if old { 0 } else { self.min_spare_bytes };
+        proportional.max(state.peak_live_bytes.saturating_add(spare))
     }
 }
 
@@ -266,6 +285,8 @@ pub struct VirtualHeapStats {
     pub decommits: u64,
     /// Live allocations.
     pub allocations: u64,
+    /// Bytes handed out by allocations so far, freed ones included.
+    pub allocated_bytes: u64,
 }
 
 const NIL: u32 = u32::MAX;
@@ -1308,6 +1329,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             peak_committed_bytes: self.stats.peak_committed_bytes,
             peak_live_bytes: self.stats.peak_live_bytes,
             page_size: self.page_size(),
+            allocated_bytes: self.stats.allocated_bytes,
         }
     }
 
@@ -1396,6 +1418,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
+        self.stats.allocated_bytes += size;
         if let Some(series) = self.series.as_mut() {
             series.allocated(allocation.offset, range, size, page_size);
             // A member that moved onto the pages mapped ahead for the series, or took a mapping of them: the
@@ -1773,6 +1796,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             // The heap as it will be once the request is placed.
             state.live_bytes += size;
             state.peak_live_bytes = state.peak_live_bytes.max(state.live_bytes);
+            state.allocated_bytes += size;
             state.committed_bytes += created << self.page_shift;
             let new_pages = self.release.commit_ahead_bytes(&state) >> self.page_shift;
             // Room: unmapped pages after `last`, looked at no further than the pages could fill.
@@ -2301,6 +2325,34 @@ mod tests {
     }
 
     #[test]
+    fn peak_slack_maps_its_spare_ahead_only_while_the_heap_is_young() {
+        const MIB: u64 = 1 << 20;
+        let policy = PeakSlack::default();
+        let state = |peak_live_bytes: u64, allocated_bytes: u64| super::HeapState {
+            committed_bytes: 100 * MIB,
+            empty_bytes: 0,
+            live_bytes: 100 * MIB,
+            peak_committed_bytes: 100 * MIB,
+            peak_live_bytes,
+            page_size: PAGE,
+            allocated_bytes,
+        };
+        let slack_only = (100.0 * MIB as f64 * 1.04) as u64 - 100 * MIB;
+        // Up to 8 times its peak live bytes allocated in all: the 16 MiB spare, more than the 4 % slack.
+        assert_eq!(policy.commit_ahead_bytes(&state(100 * MIB, 800 * MIB)), 16 * MIB);
+        // Past that, the slack alone.
+        assert_eq!(policy.commit_ahead_bytes(&state(100 * MIB, 800 * MIB + 1)), slack_only);
+        // A spare kept for good (the policy before the factor) still maps it, however much was allocated.
+        let forever = PeakSlack { spare_until_allocated: f64::INFINITY, ..policy };
+        assert_eq!(forever.commit_ahead_bytes(&state(100 * MIB, u64::MAX / 2)), 16 * MIB);
+        // Before any peak, a heap is young, whatever the factor (an infinite one times nothing is not a number).
+        let empty =
+            super::HeapState { committed_bytes: 0, live_bytes: 0, peak_committed_bytes: 0, ..state(0, 0) };
+        assert_eq!(policy.retained_bytes(&empty), 16 * MIB);
+        assert_eq!(forever.retained_bytes(&empty), 16 * MIB);
+    }
+
+    #[test]
     fn a_slowly_growing_series_is_rounded_to_many_steps() {
         // 96 KiB steps of 14 MiB caches: 16 steps are 1.5 MiB, a grid of 1 MiB (half a page).
         let (size, step) = (14 * (1 << 20) + 5000, 96 << 10);
@@ -2562,7 +2614,12 @@ mod tests {
             let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
             let page = device.granularity(memory_type).unwrap();
             let release: Arc<dyn ReleasePolicy> = match round % 4 {
-                0 => Arc::new(PeakSlack { slack: 0.0, max_ahead_fraction: 0.5, min_spare_bytes: 0 }),
+                0 => Arc::new(PeakSlack {
+                    slack: 0.0,
+                    max_ahead_fraction: 0.5,
+                    min_spare_bytes: 0,
+                    spare_until_allocated: f64::INFINITY,
+                }),
                 1 => Arc::new(RetainEmpty { bytes: 4 * page, live_fraction: 0.0 }),
                 2 => Arc::new(ReleaseImmediately),
                 _ => Arc::new(PeakSlack::default()),

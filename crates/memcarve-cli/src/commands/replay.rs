@@ -84,6 +84,8 @@ struct VirtualHeapFile {
     max_ahead_fraction: Option<f64>,
     /// For `peak-slack`: allowed committed bytes above the peak live bytes, at least.
     min_spare_bytes: Option<u64>,
+    /// For `peak-slack`: the spare applies until the heap has allocated this many times its peak live bytes.
+    spare_until_allocated: Option<f64>,
     /// Whether growing replacement series (KV caches) are watched for and placed to suit.
     growing_series: Option<bool>,
 }
@@ -135,6 +137,7 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
         ("slack", heap.slack),
         ("max_ahead_fraction", heap.max_ahead_fraction),
         ("retain_live_fraction", heap.retain_live_fraction),
+        ("spare_until_allocated", heap.spare_until_allocated),
     ];
     for (name, value) in fractions {
         if let Some(value) = value
@@ -143,8 +146,10 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
             bail!("{name} must be a number of 0 or more, not {value}");
         }
     }
-    let peak_slack_settings =
-        heap.slack.is_some() || heap.max_ahead_fraction.is_some() || heap.min_spare_bytes.is_some();
+    let peak_slack_settings = heap.slack.is_some()
+        || heap.max_ahead_fraction.is_some()
+        || heap.min_spare_bytes.is_some()
+        || heap.spare_until_allocated.is_some();
     let retain_settings = heap.retain_bytes.is_some() || heap.retain_live_fraction.is_some();
     // Built before the settings are checked against it, so that an unknown name is reported as such first.
     let release = heap.release.as_deref().unwrap_or("peak-slack");
@@ -155,6 +160,7 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
                 slack: heap.slack.unwrap_or(defaults.slack),
                 max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
                 min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
+                spare_until_allocated: heap.spare_until_allocated.unwrap_or(defaults.spare_until_allocated),
             })
         }
         "immediate" => Arc::new(ReleaseImmediately),
@@ -165,7 +171,9 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
         other => bail!("unknown release policy {other:?} (peak-slack, immediate or retain)"),
     };
     if peak_slack_settings && release != "peak-slack" {
-        bail!("slack, max_ahead_fraction and min_spare_bytes are settings of release = \"peak-slack\"");
+        bail!(
+            "slack, max_ahead_fraction, min_spare_bytes and spare_until_allocated are settings of release = \"peak-slack\""
+        );
     }
     if retain_settings && release != "retain" {
         bail!("retain_bytes and retain_live_fraction are settings of release = \"retain\"");

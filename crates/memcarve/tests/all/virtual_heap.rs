@@ -26,7 +26,12 @@ fn virtual_allocator(
 /// A simulated heap for the randomized tests: a small reservation (the checker walks every page) and little slack
 /// with no floor of spare pages, so that requests often find no ready pages.
 fn tight_allocator() -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
-    let release = PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 };
+    let release = PeakSlack {
+        slack: 0.02,
+        max_ahead_fraction: 0.25,
+        min_spare_bytes: 0,
+        spare_until_allocated: f64::INFINITY,
+    };
     let config = VirtualHeapConfig::default().with_reserve_size(2 << 30).with_release(Arc::new(release));
     virtual_allocator(HostMode::Simulated, config)
 }
@@ -162,7 +167,12 @@ fn commit_failures_among_retained_pages_leave_the_page_books_right() {
     // The other failure test gives every empty page back at once; here free pages stay mapped (and are mapped
     // again at fresh addresses, and a small reservation runs out, so that unused mappings are dropped): a failed
     // mapping among them must leave every page's books right, checked after every operation.
-    let release = PeakSlack { slack: 0.02, max_ahead_fraction: 0.25, min_spare_bytes: 0 };
+    let release = PeakSlack {
+        slack: 0.02,
+        max_ahead_fraction: 0.25,
+        min_spare_bytes: 0,
+        spare_until_allocated: f64::INFINITY,
+    };
     let config = VirtualHeapConfig::default().with_reserve_size(256 * MIB).with_release(Arc::new(release));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     device.set_faults(FaultInjection {
@@ -216,6 +226,7 @@ fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
         slack: 0.03,
         max_ahead_fraction: 0.25,
         min_spare_bytes: 0,
+        spare_until_allocated: f64::INFINITY,
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let mut peak_live = 0u64;
@@ -255,6 +266,7 @@ fn a_request_that_fits_no_hole_maps_the_free_pages_at_fresh_addresses() {
         slack: 0.03,
         max_ahead_fraction: 0.0,
         min_spare_bytes: 0,
+        spare_until_allocated: f64::INFINITY,
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
@@ -301,6 +313,7 @@ fn a_request_that_fits_a_hole_on_committed_pages_goes_there_rather_than_to_new_p
         slack: 1.0,
         max_ahead_fraction: 0.0,
         min_spare_bytes: 64 * MIB,
+        spare_until_allocated: f64::INFINITY,
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
@@ -333,6 +346,7 @@ fn a_physical_page_given_back_is_unmapped_at_every_address_it_shows_at() {
         slack: 0.0,
         max_ahead_fraction: 0.0,
         min_spare_bytes: 0,
+        spare_until_allocated: f64::INFINITY,
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
