@@ -36,8 +36,9 @@ pub fn policies() -> Vec<Policy> {
         Policy {
             name: "vmm",
             description: "virtual heap (as the CUDA backend uses it), 2 MiB physical pages that may show at \
-                          several addresses: committed memory kept within 4 % (at least 16 MiB) of the peak live \
-                          bytes so far (or the peak committed), new pages committed ahead within that budget",
+                          several addresses: committed memory kept within 4 % of the peak live bytes so far (at \
+                          least 16 MiB until the heap has allocated 8 times its peak; or the peak committed), new \
+                          pages committed ahead within that budget",
             config: AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()),
         },
         Policy {
