@@ -921,6 +921,11 @@ def infer_images(torch, model, shapes, move, score):
     return checksum
 
 
+def image_score(out):
+    """A classifier's output as a number: the summed top softmax probabilities."""
+    return float(out.float().softmax(1).max(1).values.sum().item())
+
+
 def swin_infer(torch):
     """torchvision Swin-T inference (shifted-window attention), fp16, 8 (batch, image side) shapes from (1, 224) to
     (64, 224) and (16, 384), each twice."""
@@ -1645,7 +1650,7 @@ def resnet18_infer_small(torch):
     shapes = [(1, 224), (2, 224), (4, 160), (8, 224), (1, 320), (16, 160), (4, 288), (2, 320), (8, 192), (16, 224)]
     checksum = infer_images(torch, torchvision.models.resnet18(num_classes=1000), shapes,
                             lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
-                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+                            image_score)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -2677,7 +2682,7 @@ def resnet50_bigbatch_infer(torch):
     shapes = [(512, 224), (1024, 224), (2048, 224), (1536, 224), (768, 224)]
     checksum = infer_images(torch, torchvision.models.resnet50(num_classes=1000), shapes,
                             lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
-                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+                            image_score)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -2915,7 +2920,7 @@ def vit_huge_bigbatch_infer(torch):
     shapes = [(64, 224), (256, 224), (512, 224), (128, 224), (384, 224)]
     checksum = infer_images(torch, torchvision.models.vit_h_14(num_classes=1000), shapes,
                             lambda model: model.cuda().half().eval(),
-                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+                            image_score)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -3100,7 +3105,7 @@ def mobilenet_infer(torch):
     shapes = [(1, 224), (8, 224), (64, 256), (4, 320), (32, 224), (16, 288), (2, 384), (48, 224)]
     checksum = infer_images(torch, torchvision.models.mobilenet_v3_large(), shapes,
                             lambda model: model.cuda().half().to(memory_format=torch.channels_last).eval(),
-                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+                            image_score)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -3724,7 +3729,7 @@ def resnet34_infer_mid(torch):
               (4, 224)]
     checksum = infer_images(torch, torchvision.models.resnet34(num_classes=1000), shapes,
                             lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
-                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+                            image_score)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -3798,7 +3803,7 @@ def efficientnet_infer_small(torch):
     shapes = [(8, 224), (32, 224), (16, 288), (48, 192), (24, 256), (4, 320), (32, 256), (12, 224)]
     checksum = infer_images(torch, torchvision.models.efficientnet_b0(num_classes=1000), shapes,
                             lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
-                            lambda out: float(out.float().softmax(1).max(1).values.sum().item()))
+                            image_score)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -3989,11 +3994,6 @@ def small_unet_denoise_infer(torch):
             del noisy, clean
     del model
     return {"rounds": rounds, "checksum": checksum}
-
-
-def image_score(out):
-    """A classifier's output as a number: the summed top softmax probabilities."""
-    return float(out.float().softmax(1).max(1).values.sum().item())
 
 
 def squeezenet_infer(torch):
