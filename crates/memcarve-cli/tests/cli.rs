@@ -252,11 +252,22 @@ fn config_file_becomes_a_policy() {
         row["peak_committed_bytes"].as_u64().unwrap()
     };
     assert!(committed("config") < committed("vmm"), "{rows:?}");
+    // So does the spare's end: with it at 0 times the peak, a heap is never young and maps no spare ahead (330 MiB).
+    std::fs::write(&config, "[virtual_heap]\nspare_until_allocated = 0\n").unwrap();
+    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
+    let (_, rows) = replay_json_at(args, &[trace("tiny_expandable_segments.pickle")]);
+    let committed = |policy: &str| {
+        let row = rows.iter().find(|row| row["policy"] == policy).unwrap();
+        row["peak_committed_bytes"].as_u64().unwrap()
+    };
+    assert!(committed("config") < committed("vmm"), "{rows:?}");
 
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [
         ("slack = -0.5", "slack must be a number of 0 or more"),
         ("max_ahead_fraction = nan", "max_ahead_fraction must be a number of 0 or more"),
+        ("spare_until_allocated = -1.0", "spare_until_allocated must be a number of 0 or more"),
+        ("release = \"immediate\"\nspare_until_allocated = 8.0", "settings of release = \"peak-slack\""),
         ("release = \"immediate\"\nretain_bytes = 0", "settings of release = \"retain\""),
         ("release = \"retain\"\nslack = 0.1", "settings of release = \"peak-slack\""),
         ("release = \"bogus\"\nslack = 0.1", "unknown release policy \"bogus\""),
