@@ -29,8 +29,9 @@ gaussian_densify_train, packed_varlen_pretrain, nmt_transformer_train, histogram
 lraspp_segment_infer, distilbert_qa_infer, small_decoder_sample_generate, efficientnet_infer_small,
 regnet_train_small, distilgpt2_greedy_generate, t5_small_greedy_translate, gcn_sparse_train, kws_conv1d_train,
 bert_mini_embed_infer, small_unet_denoise_infer, squeezenet_infer, densenet_infer, vit_b32_infer,
-shufflenet_train_small, opt_small_sample_generate, bart_small_greedy_summarize, tiny_llama_greedy_generate (see
-WORKLOADS). Prints one line per
+shufflenet_train_small, opt_small_sample_generate, bart_small_greedy_summarize, tiny_llama_greedy_generate,
+raft_flow_infer, sr_pixelshuffle_infer, model_sweep_train, neural_ode_train, keypoint_rcnn_infer,
+multi_model_serving, spectrogram_transformer_train, longformer_infer (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -4090,6 +4091,254 @@ def tiny_llama_greedy_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
+def raft_flow_infer(torch):
+    """torchvision RAFT-small optical flow inference (`raft_small()`, random weights: a correlation pyramid and 12
+    recurrent refinement updates, every update's flow kept in the output), fp32, 6 (batch, height, width) image
+    pairs from (1, 256, 448) to (4, 368, 496), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.optical_flow.raft_small()
+    shapes = [(1, 256, 448), (2, 368, 496), (4, 256, 256), (1, 480, 640), (4, 368, 496), (2, 200, 320)]
+    start_recording(torch)
+    model = model.cuda().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, height, width in shapes:
+                first = torch.rand(batch, 3, height, width, device="cuda", generator=gen) * 2 - 1
+                second = torch.roll(first, shifts=(3, 5), dims=(2, 3))
+                flows = model(first, second)
+                checksum += float(flows[-1].abs().mean().item())
+                del first, second, flows
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def sr_pixelshuffle_infer(torch):
+    """Image super-resolution inference with an EDSR-style network in plain torch (a 3 x 3 convolution to 64
+    channels, 12 residual blocks of two convolutions, x4 upsampling as two convolution + PixelShuffle(2) stages),
+    fp16, 8 (batch, side) low-resolution inputs from (1, 256) to (32, 48), each twice: outputs 16 times the input."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1))
+
+        def forward(self, x):
+            return x + 0.1 * self.body(x)
+
+    model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), *[Block() for _ in range(12)],
+                          nn.Conv2d(64, 256, 3, padding=1), nn.PixelShuffle(2),
+                          nn.Conv2d(64, 256, 3, padding=1), nn.PixelShuffle(2), nn.Conv2d(64, 3, 3, padding=1))
+    shapes = [(1, 256), (4, 128), (16, 64), (2, 192), (32, 48), (8, 96), (1, 320), (12, 80)]
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(),
+                            lambda out: float(out.float().mean().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def model_sweep_train(torch):
+    """A hyperparameter sweep in one process: four transformer encoders in plain torch (`nn.TransformerEncoder`,
+    4 layers, widths 256 / 768 / 512 / 1024, sequences of 128 tokens, batch 32, a 10k-token classifier head) trained
+    one after another for 4 steps each with bf16 autocast and AdamW, each model and optimizer freed before the
+    next is built: the heap's whole working set is replaced three times."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    results = []
+    for width in (256, 768, 512, 1024):
+        layer = nn.TransformerEncoderLayer(width, width // 64, 4 * width, batch_first=True, norm_first=True)
+        model = nn.ModuleDict({"embed": nn.Embedding(10000, width), "body": nn.TransformerEncoder(layer, 4),
+                               "head": nn.Linear(width, 10000)}).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        for _ in range(4):
+            tokens = torch.randint(0, 10000, (32, 128), device="cuda", generator=gen)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = model["head"](model["body"](model["embed"](tokens)))
+                loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), tokens.flatten())
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            results.append(loss.item())
+            del tokens, logits, loss
+        del layer, model, opt
+    return {"losses": results}
+
+
+def neural_ode_train(torch):
+    """A neural ODE in plain torch: an MLP vector field (512 -> 1024 -> 1024 -> 512 with SiLU, time as an extra
+    input) integrated by fixed-step RK4 over 24 steps (4 evaluations each, every intermediate kept for the
+    backward pass), a linear readout to 10 classes, Adam, 8 training steps with batches of 64 to 512."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    field = nn.Sequential(nn.Linear(513, 1024), nn.SiLU(), nn.Linear(1024, 1024), nn.SiLU(), nn.Linear(1024, 512))
+    readout = nn.Linear(512, 10)
+    start_recording(torch)
+    field, readout = field.cuda(), readout.cuda()
+    opt = torch.optim.Adam(list(field.parameters()) + list(readout.parameters()), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def f(t, y):
+        return field(torch.cat([y, torch.full_like(y[:, :1], t)], dim=1))
+
+    losses, steps, h = [], 24, 1.0 / 24
+    for batch in (64, 256, 512, 128, 384, 512, 64, 256):
+        y = torch.randn(batch, 512, device="cuda", generator=gen)
+        labels = torch.randint(0, 10, (batch,), device="cuda", generator=gen)
+        for k in range(steps):
+            t = k * h
+            k1 = f(t, y)
+            k2 = f(t + h / 2, y + h / 2 * k1)
+            k3 = f(t + h / 2, y + h / 2 * k2)
+            k4 = f(t + h, y + h * k3)
+            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        loss = nn.functional.cross_entropy(readout(y), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del y, labels, loss, k1, k2, k3, k4
+    del field, readout, opt
+    return {"losses": losses}
+
+
+def keypoint_rcnn_infer(torch):
+    """torchvision Keypoint R-CNN (ResNet-50 FPN, random weights, no pretrained backbone) inference, fp32, 8
+    batches of 1 to 4 images of 320 to 640 pixels (the number of detections, and so the keypoint heads' work,
+    depends on the data)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.detection.keypointrcnn_resnet50_fpn(weights=None, weights_backbone=None,
+                                                                   box_score_thresh=0.0)
+    sizes = [(1, 480, 640), (2, 320, 480), (4, 400, 400), (1, 640, 512), (3, 360, 640), (2, 512, 512),
+             (4, 320, 320), (1, 600, 600)]
+    start_recording(torch)
+    model = model.cuda().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    counts = []
+    with torch.inference_mode():
+        for batch, height, width in sizes:
+            images = [torch.rand(3, height, width, device="cuda", generator=gen) for _ in range(batch)]
+            out = model(images)
+            counts.append([int(o["boxes"].shape[0]) for o in out])
+            del images, out
+    del model
+    return {"sizes": sizes, "detections": counts}
+
+
+def multi_model_serving(torch):
+    """Two models served from one process: torchvision ResNet-50 (fp16, channels-last) and a BERT-base-sized
+    encoder in plain torch (`nn.TransformerEncoder`, 12 layers, 768 wide, fp16), both resident, 24 requests
+    alternating between them in an irregular order (image batches of 1 to 32, text batches of 1 to 16 at 64 to 384
+    tokens)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    vision = torchvision.models.resnet50(num_classes=1000)
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
+    text = nn.ModuleDict({"embed": nn.Embedding(30522, 768), "body": nn.TransformerEncoder(layer, 12)})
+    requests = [("image", 8), ("text", (4, 128)), ("text", (1, 384)), ("image", 32), ("image", 1),
+                ("text", (16, 64)), ("image", 16), ("text", (8, 256)), ("text", (2, 128)), ("image", 4),
+                ("image", 24), ("text", (12, 96)), ("text", (4, 384)), ("image", 2), ("text", (16, 128)),
+                ("image", 12), ("text", (1, 64)), ("image", 32), ("text", (6, 320)), ("image", 6),
+                ("text", (10, 192)), ("image", 20), ("text", (3, 256)), ("image", 1)]
+    start_recording(torch)
+    vision = vision.cuda().half().to(memory_format=torch.channels_last).eval()
+    text = text.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for kind, shape in requests:
+            if kind == "image":
+                images = torch.randn(shape, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+                checksum += image_score(vision(images.to(memory_format=torch.channels_last)))
+                del images
+            else:
+                tokens = torch.randint(0, 30522, shape, device="cuda", generator=gen)
+                checksum += float(text["body"](text["embed"](tokens)).float().mean().item())
+                del tokens
+    del vision, text, layer
+    return {"requests": len(requests), "checksum": checksum}
+
+
+def spectrogram_transformer_train(torch):
+    """Audio classification training in plain torch: log-mel spectrograms computed on the GPU (`torch.stft`, 512-
+    point FFT, hop 160, an 80-band filterbank as a matrix product) from 2 s clips at 16 kHz, 16 x 16 patches, a
+    6-layer transformer encoder (384 wide, 6 heads), 50 classes, bf16 autocast, AdamW, 10 steps with batches of 16
+    to 96."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(1, 384, 16, 16)
+            layer = nn.TransformerEncoderLayer(384, 6, 1536, batch_first=True, norm_first=True)
+            self.body = nn.TransformerEncoder(layer, 6)
+            self.head = nn.Linear(384, 50)
+
+        def forward(self, mel):
+            x = self.patch(mel.unsqueeze(1)).flatten(2).transpose(1, 2)
+            return self.head(self.body(x).mean(1))
+
+    model = Model()
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    window = torch.hann_window(512, device="cuda")
+    bank = torch.rand(80, 257, device="cuda", generator=gen)
+    losses = []
+    for batch in (16, 64, 32, 96, 48, 16, 80, 64, 32, 96):
+        audio = torch.randn(batch, 32000, device="cuda", generator=gen)
+        labels = torch.randint(0, 50, (batch,), device="cuda", generator=gen)
+        spec = torch.stft(audio, 512, hop_length=160, window=window, return_complex=True).abs().pow(2)
+        mel = torch.log(bank @ spec + 1e-6)[:, :, :192]
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(mel), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del audio, labels, spec, mel, loss
+    del model, opt, window, bank
+    return {"losses": losses}
+
+
+def longformer_infer(torch):
+    """A Longformer-style encoder through transformers (`LongformerModel(LongformerConfig(...))`: 6 layers, 512
+    wide, 8 heads, sliding-window attention of 256 tokens with global attention on the first token), fp16, 6
+    (batch, length) inputs from (1, 4096) to (8, 512), each twice."""
+    from transformers import LongformerConfig, LongformerModel
+
+    torch.manual_seed(0)
+    config = LongformerConfig(vocab_size=30522, hidden_size=512, num_hidden_layers=6, num_attention_heads=8,
+                              intermediate_size=2048, attention_window=256, max_position_embeddings=4098)
+    model = LongformerModel(config)
+    shapes = [(1, 4096), (2, 2048), (8, 512), (4, 1024), (1, 3072), (2, 1536)]
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, length in shapes:
+                tokens = torch.randint(3, config.vocab_size, (batch, length), device="cuda", generator=gen)
+                glob = torch.zeros(batch, length, dtype=torch.long, device="cuda")
+                glob[:, 0] = 1
+                out = model(input_ids=tokens, global_attention_mask=glob).last_hidden_state
+                checksum += float(out.float().mean().item())
+                del tokens, glob, out
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -4122,7 +4371,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      bert_mini_embed_infer, small_unet_denoise_infer, squeezenet_infer,
                                      densenet_infer, vit_b32_infer, shufflenet_train_small,
                                      opt_small_sample_generate, bart_small_greedy_summarize,
-                                     tiny_llama_greedy_generate)}
+                                     tiny_llama_greedy_generate, raft_flow_infer, sr_pixelshuffle_infer,
+                                     model_sweep_train, neural_ode_train, keypoint_rcnn_infer,
+                                     multi_model_serving, spectrogram_transformer_train, longformer_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
