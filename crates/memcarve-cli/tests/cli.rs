@@ -397,6 +397,10 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "squeezenet_infer.pickle.gz",
         "vit_b32_infer.pickle.gz",
         "shufflenet_train_small.pickle.gz",
+        "sr_pixelshuffle_infer.pickle.gz",
+        "model_sweep_train.pickle.gz",
+        "neural_ode_train.pickle.gz",
+        "keypoint_rcnn_infer.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -415,7 +419,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace (118 in traces/): requests larger than a block get blocks of their own size in their pool, which
+/// shipped trace (126 in traces/): requests larger than a block get blocks of their own size in their pool, which
 /// serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes vary (12 traces
 /// were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md, "Thirteenth
 /// session").
@@ -428,7 +432,7 @@ fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
         .filter(|name| name.ends_with(".pickle") || name.ends_with(".pickle.gz"))
         .collect();
     names.sort();
-    assert!(names.len() >= 118, "{names:?}");
+    assert!(names.len() >= 126, "{names:?}");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let (_, rows) = replay_json(&["--policy", "blocks"], &names);
     assert_eq!(rows.len(), names.len());
@@ -499,6 +503,11 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// recorded to judge that rule after it was fixed, and miss as well (with it and without): tiny_llama_greedy_generate
 /// (117 MiB: 1.058 ×, 7 against 27), bart_small_greedy_summarize (198 MiB: 1.062 ×, 12 against 36),
 /// opt_small_sample_generate (209 MiB: 1.065 ×, 25 against 42) and densenet_infer (211 MiB: 1.111 ×, 29 against 34).
+/// Of eight of other kinds recorded the next session, before any change to the policy ("Twenty-second session"),
+/// four miss: longformer_infer on memory (247 MiB: 1.060 ×, 23 against 48), and three on operations, each at a
+/// first forward pass bigger than any before, that grows the heap a mapping per activation because the pages its
+/// earlier tensors leave partly used take the budget's slack: multi_model_serving (1.044 ×, 58 against 51),
+/// raft_flow_infer (1.036 ×, 44 against 43) and spectrogram_transformer_train (1.048 ×, 109 against 91).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -515,6 +524,10 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("bart_small_greedy_summarize.pickle.gz", 1.0623, 12),
         ("opt_small_sample_generate.pickle.gz", 1.0647, 25),
         ("densenet_infer.pickle.gz", 1.1107, 29),
+        ("longformer_infer.pickle.gz", 1.0601, 23),
+        ("multi_model_serving.pickle.gz", 1.0445, 58),
+        ("raft_flow_infer.pickle.gz", 1.0362, 44),
+        ("spectrogram_transformer_train.pickle.gz", 1.0484, 109),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);

@@ -595,3 +595,19 @@ fn twenty_first_session_later_recordings_match_an_independent_walk_and_the_recor
     check_recorded("bart_small_greedy_summarize.pickle.gz", (28_914, 197.7, 212.0, 1.072), 24, 2);
     check_recorded("tiny_llama_greedy_generate.pickle.gz", (48_867, 117.2, 146.0, 1.246), 18, 1);
 }
+
+/// Recorded the next session (2026-12-02 23:05 UTC), of kinds none of the others has, before any change to the
+/// policy, as a check on traces it was not chosen on: RAFT optical flow, an EDSR-style super-resolution network,
+/// a sweep of four encoders trained one after another, a neural ODE, Keypoint R-CNN, two models served from one
+/// process, an audio spectrogram transformer and a Longformer-style encoder.
+#[test]
+fn twenty_second_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("raft_flow_infer.pickle.gz", (13_057, 428.5, 840.0, 1.960), 29, 1);
+    check_recorded("sr_pixelshuffle_infer.pickle.gz", (1_680, 503.1, 1_406.0, 2.795), 15, 0);
+    check_recorded("model_sweep_train.pickle.gz", (7_655, 2_219.8, 2_430.0, 1.095), 57, 3);
+    check_recorded("neural_ode_train.pickle.gz", (17_699, 968.3, 1_510.0, 1.559), 293, 3);
+    check_recorded("keypoint_rcnn_infer.pickle.gz", (37_036, 1_870.0, 3_776.0, 2.019), 55, 2);
+    check_recorded("multi_model_serving.pickle.gz", (5_793, 507.4, 656.0, 1.293), 34, 2);
+    check_recorded("spectrogram_transformer_train.pickle.gz", (6_943, 831.8, 1_234.0, 1.484), 61, 3);
+    check_recorded("longformer_infer.pickle.gz", (8_512, 247.2, 358.0, 1.448), 32, 2);
+}
