@@ -31,7 +31,9 @@ regnet_train_small, distilgpt2_greedy_generate, t5_small_greedy_translate, gcn_s
 bert_mini_embed_infer, small_unet_denoise_infer, squeezenet_infer, densenet_infer, vit_b32_infer,
 shufflenet_train_small, opt_small_sample_generate, bart_small_greedy_summarize, tiny_llama_greedy_generate,
 raft_flow_infer, sr_pixelshuffle_infer, model_sweep_train, neural_ode_train, keypoint_rcnn_infer,
-multi_model_serving, spectrogram_transformer_train, longformer_infer (see WORKLOADS). Prints one line per
+multi_model_serving, spectrogram_transformer_train, longformer_infer, model_swap_infer, eval_copy_train,
+ensemble_infer, adapter_switch_infer, teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer (see
+WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -4339,6 +4341,254 @@ def longformer_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def model_swap_infer(torch):
+    """Three torchvision classifiers served one at a time from one process, each loaded (`.cuda().half()`,
+    channels-last), run on 3 (batch, side) shapes and freed before the next is loaded: ResNet-34, MobileNetV3-Large,
+    EfficientNet-B1, then the three again."""
+    import torchvision
+
+    torch.manual_seed(0)
+    builders = [torchvision.models.resnet34, torchvision.models.mobilenet_v3_large, torchvision.models.efficientnet_b1]
+    shapes = [(8, 224), (32, 192), (2, 320)]
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    for build in builders * 2:
+        model = build(num_classes=1000).cuda().half().to(memory_format=torch.channels_last).eval()
+        with torch.inference_mode():
+            for batch, side in shapes:
+                images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
+                checksum += image_score(model(images.to(memory_format=torch.channels_last)))
+                del images
+        del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def eval_copy_train(torch):
+    """A 6-layer transformer encoder in plain torch (512 wide, 8 heads, a 16k-token classifier head) trained with
+    bf16 autocast and AdamW for 9 steps (batch 32, 256 tokens); after every third step an fp16 copy
+    (`copy.deepcopy(model).half()`) evaluates a batch of 64 and is freed."""
+    import copy
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, norm_first=True)
+    model = nn.ModuleDict({"embed": nn.Embedding(16000, 512), "body": nn.TransformerEncoder(layer, 6),
+                           "head": nn.Linear(512, 16000)})
+    start_recording(torch)
+    model = model.cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def run(m, tokens):
+        return m["head"](m["body"](m["embed"](tokens)))
+
+    losses, evals = [], []
+    for step in range(9):
+        tokens = torch.randint(0, 16000, (32, 256), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(run(model, tokens).float().flatten(0, 1), tokens.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del tokens, loss
+        if step % 3 == 2:
+            copy_ = copy.deepcopy(model).half().eval()
+            with torch.inference_mode():
+                tokens = torch.randint(0, 16000, (64, 256), device="cuda", generator=gen)
+                evals.append(float(run(copy_, tokens).float().argmax(-1).eq(tokens).float().mean().item()))
+                del tokens
+            del copy_
+    del model, opt, layer
+    return {"losses": losses, "evals": evals}
+
+
+def ensemble_infer(torch):
+    """An ensemble built up while serving: torchvision ResNet-18 loaded and run, then ViT-B/16 added, then
+    ConvNeXt-Tiny (each `.cuda().half()`), every model kept; then the three averaged over 4 batches of 4 to 32
+    images of 224 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    builders = [torchvision.models.resnet18, torchvision.models.vit_b_16, torchvision.models.convnext_tiny]
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    models, checksum = [], 0.0
+    with torch.inference_mode():
+        for build in builders:
+            models.append(build(num_classes=1000).cuda().half().eval())
+            for batch in (8, 16):
+                images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+                checksum += image_score(sum(m(images) for m in models) / len(models))
+                del images
+        for batch in (4, 32, 16, 24):
+            images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            checksum += image_score(sum(m(images) for m in models) / len(models))
+            del images
+    del models
+    return {"checksum": checksum}
+
+
+def adapter_switch_infer(torch):
+    """A frozen 8-layer transformer encoder in plain torch (768 wide, 12 heads, fp16) serving 6 low-rank adapters in
+    turn: each adapter (a rank-32 pair of matrices per layer, added to every layer's output) is moved from the CPU,
+    run on 2 batches (of 4 to 32 sequences of 128 to 384 tokens), and freed before the next."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layers = nn.ModuleList([nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True) for _ in range(8)])
+    adapters = [[(torch.randn(768, 32) * 0.02, torch.randn(32, 768) * 0.02) for _ in range(8)] for _ in range(6)]
+    batches = [(4, 384), (32, 128), (8, 256), (16, 192), (2, 384), (24, 128)]
+    start_recording(torch)
+    layers = layers.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for index, adapter in enumerate(adapters):
+            pairs = [(a.cuda().half(), b.cuda().half()) for a, b in adapter]
+            for batch, length in (batches[index], batches[(index + 3) % len(batches)]):
+                x = torch.randn(batch, length, 768, device="cuda", generator=gen, dtype=torch.float16)
+                for layer, (a, b) in zip(layers, pairs):
+                    x = layer(x)
+                    x = x + (x @ a) @ b
+                checksum += float(x.float().mean().item())
+                del x
+            del pairs
+    del layers
+    return {"batches": batches, "checksum": checksum}
+
+
+def teacher_late_distill(torch):
+    """A torchvision ResNet-18 student trained alone for 3 steps, then distilled for 5 more from a ResNet-50
+    teacher loaded only then (`.cuda().half()`, frozen), bf16 autocast, AdamW, batches of 32 to 64 images of 160 to
+    224 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    F = torch.nn.functional
+    student = torchvision.models.resnet18(num_classes=100)
+    start_recording(torch)
+    student = student.cuda().to(memory_format=torch.channels_last).train()
+    opt = torch.optim.AdamW(student.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    teacher, losses = None, []
+    for step, (batch, side) in enumerate([(32, 224), (64, 160), (48, 192), (64, 224), (32, 160), (48, 224),
+                                          (64, 192), (32, 224)]):
+        if step == 3:
+            teacher = torchvision.models.resnet50(num_classes=100).cuda().half()
+            teacher = teacher.to(memory_format=torch.channels_last).eval()
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen).to(memory_format=torch.channels_last)
+        labels = torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+        soft = None
+        if teacher is not None:
+            with torch.inference_mode():
+                soft = teacher(images.half()).float().div(4).softmax(-1)
+            soft = soft.clone()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = student(images).float()
+            loss = F.cross_entropy(out, labels)
+            if soft is not None:
+                loss = loss + F.kl_div(out.div(4).log_softmax(-1), soft, reduction="batchmean")
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, soft, out, loss
+    del student, opt, teacher
+    return {"losses": losses}
+
+
+def checkpoint_reload_train(torch):
+    """A causal 8-layer transformer in plain torch (768 wide, 12 heads, 32k vocabulary) trained 4 steps with bf16
+    autocast and AdamW, its model and optimizer state copied to the CPU (`state_dict`), everything on the GPU freed,
+    then rebuilt from that checkpoint and trained 4 more steps (batches of 8 to 16 sequences of 256 to 512)."""
+    import copy
+
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def build():
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True)
+        return nn.ModuleDict({"embed": nn.Embedding(32000, 768), "body": nn.TransformerEncoder(layer, 8),
+                              "head": nn.Linear(768, 32000)})
+
+    def to_cpu(value):
+        if isinstance(value, torch.Tensor):
+            return value.detach().to("cpu", copy=True)
+        if isinstance(value, dict):
+            return {k: to_cpu(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [to_cpu(v) for v in value]
+        return copy.deepcopy(value)
+
+    model = build()
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    model = model.cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    losses = []
+    shapes = [(8, 512), (16, 256), (12, 384), (8, 448)]
+
+    def train(model, opt):
+        for batch, length in shapes:
+            tokens = torch.randint(0, 32000, (batch, length), device="cuda", generator=gen)
+            mask = nn.Transformer.generate_square_subsequent_mask(length, device="cuda")
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = model["head"](model["body"](model["embed"](tokens), mask=mask, is_causal=True))
+                loss = nn.functional.cross_entropy(logits[:, :-1].float().flatten(0, 1), tokens[:, 1:].flatten())
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+            del tokens, mask, logits, loss
+
+    train(model, opt)
+    saved = (to_cpu(model.state_dict()), to_cpu(opt.state_dict()))
+    del model, opt
+    gc.collect()
+    model = build()
+    model.load_state_dict(saved[0])
+    model = model.cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt.load_state_dict(saved[1])
+    train(model, opt)
+    del model, opt
+    return {"losses": losses}
+
+
+def bf16_direct_load_infer(torch):
+    """Models moved to the GPU and to bf16 in one call (`.to("cuda", torch.bfloat16)`: no fp32 copy on the GPU):
+    torchvision ResNet-50 and a 12-layer, 768-wide `nn.TransformerEncoder`, then 12 requests alternating between them
+    (image batches of 4 to 48, text batches of 4 to 16 at 128 to 512 tokens)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    nn = torch.nn
+    vision = torchvision.models.resnet50(num_classes=1000)
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
+    text = nn.ModuleDict({"embed": nn.Embedding(30522, 768), "body": nn.TransformerEncoder(layer, 12)})
+    requests = [("image", 16), ("text", (8, 256)), ("image", 48), ("text", (4, 512)), ("image", 4),
+                ("text", (16, 128)), ("image", 32), ("text", (8, 384)), ("image", 8), ("text", (12, 256)),
+                ("image", 24), ("text", (4, 128))]
+    start_recording(torch)
+    vision = vision.to("cuda", torch.bfloat16).eval()
+    text = text.to("cuda", torch.bfloat16).eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for kind, shape in requests:
+            if kind == "image":
+                images = torch.randn(shape, 3, 224, 224, device="cuda", generator=gen, dtype=torch.bfloat16)
+                checksum += image_score(vision(images))
+                del images
+            else:
+                tokens = torch.randint(0, 30522, shape, device="cuda", generator=gen)
+                checksum += float(text["body"](text["embed"](tokens)).float().mean().item())
+                del tokens
+    del vision, text, layer
+    return {"requests": len(requests), "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -4373,7 +4623,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      opt_small_sample_generate, bart_small_greedy_summarize,
                                      tiny_llama_greedy_generate, raft_flow_infer, sr_pixelshuffle_infer,
                                      model_sweep_train, neural_ode_train, keypoint_rcnn_infer,
-                                     multi_model_serving, spectrogram_transformer_train, longformer_infer)}
+                                     multi_model_serving, spectrogram_transformer_train, longformer_infer,
+                                     model_swap_infer, eval_copy_train, ensemble_infer, adapter_switch_infer,
+                                     teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
