@@ -611,3 +611,18 @@ fn twenty_second_session_recordings_match_an_independent_walk_and_the_recording_
     check_recorded("spectrogram_transformer_train.pickle.gz", (6_943, 831.8, 1_234.0, 1.484), 61, 3);
     check_recorded("longformer_infer.pickle.gz", (8_512, 247.2, 358.0, 1.448), 32, 2);
 }
+
+/// Recorded later the same session (23:41–23:43 UTC), models loaded into a heap already in use, to judge a rule for
+/// such loading fixed before they were recorded (docs/BENCHMARKS.md, "Twenty-second session"): classifiers swapped
+/// in and out, an fp16 evaluation copy during training, an ensemble built while serving, low-rank adapters served
+/// in turn, a teacher loaded mid-training, a checkpoint reloaded, and two models moved to bf16 in one call.
+#[test]
+fn twenty_second_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("model_swap_infer.pickle.gz", (9_292, 178.5, 432.0, 2.420), 21, 2);
+    check_recorded("eval_copy_train.pickle.gz", (6_714, 3_039.1, 4_538.0, 1.493), 72, 3);
+    check_recorded("ensemble_infer.pickle.gz", (4_745, 468.0, 806.0, 1.722), 33, 2);
+    check_recorded("adapter_switch_infer.pickle.gz", (2_078, 218.6, 320.0, 1.464), 17, 2);
+    check_recorded("teacher_late_distill.pickle.gz", (5_868, 1_032.0, 1_364.0, 1.322), 56, 3);
+    check_recorded("checkpoint_reload_train.pickle.gz", (7_349, 4_539.6, 6_126.0, 1.349), 88, 3);
+    check_recorded("bf16_direct_load_infer.pickle.gz", (3_022, 559.8, 784.0, 1.400), 29, 2);
+}
