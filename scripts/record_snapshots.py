@@ -615,6 +615,17 @@ def detection_infer(torch):
     rng = random.Random(0)
     batches = [[(rng.randrange(480, 1025, 32), rng.randrange(480, 1025, 32)) for _ in range(rng.randint(1, 4))]
                for _ in range(10)]
+    holder = [model]
+    del model
+    return {"batches": batches, "boxes": detect(torch, holder, batches)}
+
+
+def detect(torch, holder, batches):
+    """Records from before the detector in `holder` (a one-item list, built on the CPU in eval mode by the caller,
+    which keeps no other reference to it, and emptied here, so that it is freed here) moves to the GPU, then runs it
+    in inference mode on each batch of (height, width) image sizes in `batches` (random images). Returns the number
+    of boxes of each image."""
+    model = holder.pop()
     start_recording(torch)
     model = model.cuda()
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -626,7 +637,7 @@ def detection_infer(torch):
             boxes.append([int(o["boxes"].shape[0]) for o in out])
             del images, out
     del model
-    return {"batches": batches, "boxes": boxes}
+    return boxes
 
 
 def dlrm_train(torch):
@@ -4216,20 +4227,12 @@ def keypoint_rcnn_infer(torch):
 
     torch.manual_seed(0)
     model = torchvision.models.detection.keypointrcnn_resnet50_fpn(weights=None, weights_backbone=None,
-                                                                   box_score_thresh=0.0)
+                                                                   box_score_thresh=0.0).eval()
     sizes = [(1, 480, 640), (2, 320, 480), (4, 400, 400), (1, 640, 512), (3, 360, 640), (2, 512, 512),
              (4, 320, 320), (1, 600, 600)]
-    start_recording(torch)
-    model = model.cuda().eval()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    counts = []
-    with torch.inference_mode():
-        for batch, height, width in sizes:
-            images = [torch.rand(3, height, width, device="cuda", generator=gen) for _ in range(batch)]
-            out = model(images)
-            counts.append([int(o["boxes"].shape[0]) for o in out])
-            del images, out
+    holder = [model]
     del model
+    counts = detect(torch, holder, [[(height, width)] * batch for batch, height, width in sizes])
     return {"sizes": sizes, "detections": counts}
 
 
