@@ -596,10 +596,10 @@ fn twenty_first_session_later_recordings_match_an_independent_walk_and_the_recor
     check_recorded("tiny_llama_greedy_generate.pickle.gz", (48_867, 117.2, 146.0, 1.246), 18, 1);
 }
 
-/// Recorded the next session (2026-12-02 23:05 UTC), of kinds none of the others has, before any change to the
-/// policy, as a check on traces it was not chosen on: RAFT optical flow, an EDSR-style super-resolution network,
-/// a sweep of four encoders trained one after another, a neural ODE, Keypoint R-CNN, two models served from one
-/// process, an audio spectrogram transformer and a Longformer-style encoder.
+/// Recorded in the twenty-second session (2026-12-02 23:05 UTC), of kinds none of the others has, before any
+/// change to the policy, as a check on traces it was not chosen on: RAFT optical flow, an EDSR-style
+/// super-resolution network, a sweep of four encoders trained one after another, a neural ODE, Keypoint R-CNN, two
+/// models served from one process, an audio spectrogram transformer and a Longformer-style encoder.
 #[test]
 fn twenty_second_session_recordings_match_an_independent_walk_and_the_recording_script() {
     check_recorded("raft_flow_infer.pickle.gz", (13_057, 428.5, 840.0, 1.960), 29, 1);
