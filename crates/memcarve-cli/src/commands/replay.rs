@@ -131,19 +131,21 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
 /// The release policy a `[virtual_heap]` table asks for. The settings of `peak-slack` (the heap's default policy)
 /// apply to it whether or not `release` names it, and the ones left out keep `PeakSlack::default()`'s values; a
 /// setting of another policy than the one named, and a fraction that is negative or not a number, are errors rather
-/// than ignored.
+/// than ignored. `spare_until_allocated` may also be `inf`, which keeps the spare for good (as `f64::INFINITY` does
+/// in `PeakSlack`).
 fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     let fractions = [
-        ("slack", heap.slack),
-        ("max_ahead_fraction", heap.max_ahead_fraction),
-        ("retain_live_fraction", heap.retain_live_fraction),
-        ("spare_until_allocated", heap.spare_until_allocated),
+        ("slack", heap.slack, false),
+        ("max_ahead_fraction", heap.max_ahead_fraction, false),
+        ("retain_live_fraction", heap.retain_live_fraction, false),
+        ("spare_until_allocated", heap.spare_until_allocated, true),
     ];
-    for (name, value) in fractions {
+    for (name, value, infinite) in fractions {
         if let Some(value) = value
-            && !(value.is_finite() && value >= 0.0)
+            && !((value.is_finite() || infinite) && value >= 0.0)
         {
-            bail!("{name} must be a number of 0 or more, not {value}");
+            let or_inf = if infinite { " (or inf)" } else { "" };
+            bail!("{name} must be a number of 0 or more{or_inf}, not {value}");
         }
     }
     let peak_slack_settings = heap.slack.is_some()
