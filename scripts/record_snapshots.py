@@ -4436,7 +4436,7 @@ def ensemble_infer(torch):
 def adapter_switch_infer(torch):
     """A frozen 8-layer transformer encoder in plain torch (768 wide, 12 heads, fp16) serving 6 low-rank adapters in
     turn: each adapter (a rank-32 pair of matrices per layer, added to every layer's output) is moved from the CPU,
-    run on 2 batches (of 4 to 32 sequences of 128 to 384 tokens), and freed before the next."""
+    run on 2 batches (of 2 to 32 sequences of 128 to 384 tokens), and freed before the next."""
     torch.manual_seed(0)
     nn = torch.nn
     layers = nn.ModuleList([nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True) for _ in range(8)])
