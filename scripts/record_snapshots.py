@@ -32,8 +32,9 @@ bert_mini_embed_infer, small_unet_denoise_infer, squeezenet_infer, densenet_infe
 shufflenet_train_small, opt_small_sample_generate, bart_small_greedy_summarize, tiny_llama_greedy_generate,
 raft_flow_infer, sr_pixelshuffle_infer, model_sweep_train, neural_ode_train, keypoint_rcnn_infer,
 multi_model_serving, spectrogram_transformer_train, longformer_infer, model_swap_infer, eval_copy_train,
-ensemble_infer, adapter_switch_infer, teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer (see
-WORKLOADS). Prints one line per
+ensemble_infer, adapter_switch_infer, teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer,
+gpt2_half_short_generate, two_llms_serving, vision_lazy_load_infer, bert_large_half_infer, sweep_cnn_train,
+clip_zero_shot_infer, t5_fp32_translate (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -4592,6 +4593,202 @@ def bf16_direct_load_infer(torch):
     return {"requests": len(requests), "checksum": checksum}
 
 
+def gpt2_half_short_generate(torch):
+    """GPT-2 small (`GPT2LMHeadModel(GPT2Config())`) moved to the GPU in fp32 and converted there (`.cuda().half()`),
+    then greedy `generate` for 3 short rounds of (batch, prompt, new tokens) from (1, 32, 16) to (4, 64, 24): a
+    heap whose peak comes while the weights are converted."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config()).eval()
+    start_recording(torch)
+    model = model.cuda().half()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, prompt, new in [(1, 32, 16), (4, 64, 24), (2, 48, 20)]:
+            ids = torch.randint(0, 50257, (batch, prompt), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                 min_new_tokens=new, do_sample=False, pad_token_id=0)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"output_shapes": shapes, "token_sum": token_sum}
+
+
+def two_llms_serving(torch):
+    """Two Llama-style decoders through transformers (`LlamaForCausalLM`: 6 layers 768 wide and 4 layers 1024 wide,
+    32k vocabulary) in bf16, the second moved to the GPU (`.to("cuda", torch.bfloat16)`) only after the first has
+    served 2 greedy rounds; then 4 rounds alternating between them, (batch, prompt, new tokens) from (1, 128, 32) to
+    (8, 64, 16)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    configs = [LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=6,
+                           num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=1024),
+               LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=4,
+                           num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=1024)]
+    first, second = (LlamaForCausalLM(c).eval() for c in configs)
+    start_recording(torch)
+    models = [first.to("cuda", torch.bfloat16)]
+    del first
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rounds = [(0, 4, 96, 24), (0, 1, 128, 32), (1, 8, 64, 16), (0, 2, 80, 24), (1, 4, 128, 20), (0, 8, 48, 16)]
+    token_sum = 0
+    with torch.inference_mode():
+        for index, (which, batch, prompt, new) in enumerate(rounds):
+            if index == 2:
+                models.append(second.to("cuda", torch.bfloat16))
+                del second
+            ids = torch.randint(3, 32000, (batch, prompt), device="cuda", generator=gen)
+            out = models[which].generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                         min_new_tokens=new, do_sample=False, pad_token_id=0)
+            token_sum += int(out.sum().item())
+            del ids, out
+    del models
+    return {"rounds": rounds, "token_sum": token_sum}
+
+
+def vision_lazy_load_infer(torch):
+    """torchvision ResNet-50 served alone (fp16, channels-last) for 3 batches, then Swin-T loaded beside it
+    (`.cuda().half()`) and both served for 6 more (batches of 2 to 48 images of 224 pixels)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    resnet, swin = torchvision.models.resnet50(num_classes=1000), torchvision.models.swin_t(num_classes=1000)
+    start_recording(torch)
+    models = [resnet.cuda().half().to(memory_format=torch.channels_last).eval()]
+    del resnet
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for index, batch in enumerate([8, 32, 2, 16, 48, 4, 24, 12, 32]):
+            if index == 3:
+                models.append(swin.cuda().half().eval())
+                del swin
+            images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            for model in models:
+                checksum += image_score(model(images.contiguous(memory_format=torch.channels_last)))
+            del images
+    del models
+    return {"checksum": checksum}
+
+
+def bert_large_half_infer(torch):
+    """A BERT-large-sized encoder in plain torch (`nn.TransformerEncoder`: 24 layers, 1024 wide, 16 heads, a 30k
+    embedding) moved to the GPU in fp32 and converted there (`.cuda().half()`), then 6 small batches (1 to 8
+    sequences of 64 to 256 tokens): a heap whose peak comes while the weights are converted."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True)
+    model = nn.ModuleDict({"embed": nn.Embedding(30522, 1024), "body": nn.TransformerEncoder(layer, 24)})
+    del layer
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, length in [(1, 128), (8, 64), (4, 256), (2, 192), (8, 128), (1, 256)]:
+            tokens = torch.randint(0, 30522, (batch, length), device="cuda", generator=gen)
+            checksum += float(model["body"](model["embed"](tokens)).float().mean().item())
+            del tokens
+    del model
+    return {"checksum": checksum}
+
+
+def sweep_cnn_train(torch):
+    """A sweep of torchvision classifiers trained one after another, 3 steps each and freed before the next:
+    MobileNetV3-Small, ResNet-18, EfficientNet-B0 and ResNet-34 (100 classes, batches of 64 images of 160 pixels,
+    fp16 autocast with GradScaler, AdamW)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    builders = [torchvision.models.mobilenet_v3_small, torchvision.models.resnet18,
+                torchvision.models.efficientnet_b0, torchvision.models.resnet34]
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for build in builders:
+        model = build(num_classes=100).cuda().train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler("cuda")
+        for _ in range(3):
+            images = torch.randn(64, 3, 160, 160, device="cuda", generator=gen)
+            labels = torch.randint(0, 100, (64,), device="cuda", generator=gen)
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+            del images, labels, loss
+        del model, opt, scaler
+    return {"losses": losses}
+
+
+def clip_zero_shot_infer(torch):
+    """A CLIP-sized dual encoder through transformers (`CLIPModel(CLIPConfig())`: ViT-B/32 image tower, 12-layer
+    text tower) moved to the GPU in fp32 and converted there (`.cuda().half()`), then zero-shot scoring: 100 class
+    prompts of 16 tokens embedded once, and 5 batches of 8 to 64 images of 224 pixels scored against them."""
+    from transformers import CLIPConfig, CLIPModel
+
+    torch.manual_seed(0)
+    model = CLIPModel(CLIPConfig()).eval()
+    start_recording(torch)
+    model = model.cuda().half()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        prompts = torch.randint(1, 49000, (100, 16), device="cuda", generator=gen)
+        text = features(torch, model.get_text_features(input_ids=prompts))
+        text = text / text.norm(dim=-1, keepdim=True)
+        for batch in (8, 32, 64, 16, 48):
+            images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            image = features(torch, model.get_image_features(pixel_values=images))
+            image = image / image.norm(dim=-1, keepdim=True)
+            checksum += float((image @ text.T).softmax(-1).max(-1).values.sum().item())
+            del images, image
+        del prompts, text
+    del model
+    return {"checksum": checksum}
+
+
+def features(torch, out):
+    """CLIP's `get_*_features` output as a tensor (a model output with the pooled projection in some transformers
+    versions)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    return out.pooler_output if getattr(out, "pooler_output", None) is not None else out[0]
+
+
+def t5_fp32_translate(torch):
+    """A T5-base-sized encoder-decoder through transformers (`T5ForConditionalGeneration(T5Config(...))`: 12 + 12
+    layers, 768 wide) kept in fp32, greedy `generate` for 4 rounds of (batch, input length, new tokens) from (2, 256,
+    32) to (16, 64, 16)."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=32128, d_model=768, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    model = T5ForConditionalGeneration(config).eval()
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for batch, length, new in [(2, 256, 32), (8, 128, 24), (16, 64, 16), (4, 192, 20)]:
+            ids = torch.randint(2, 32128, (batch, length), device="cuda", generator=gen)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                 min_new_tokens=new, do_sample=False)
+            shapes.append(list(out.shape))
+            token_sum += int(out.sum().item())
+            del ids, out
+    del model
+    return {"output_shapes": shapes, "token_sum": token_sum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -4628,7 +4825,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      model_sweep_train, neural_ode_train, keypoint_rcnn_infer,
                                      multi_model_serving, spectrogram_transformer_train, longformer_infer,
                                      model_swap_infer, eval_copy_train, ensemble_infer, adapter_switch_infer,
-                                     teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer)}
+                                     teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer,
+                                     gpt2_half_short_generate, two_llms_serving, vision_lazy_load_infer,
+                                     bert_large_half_infer, sweep_cnn_train, clip_zero_shot_infer,
+                                     t5_fp32_translate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
