@@ -4257,20 +4257,30 @@ def multi_model_serving(torch):
     start_recording(torch)
     vision = vision.cuda().half().to(memory_format=torch.channels_last).eval()
     text = text.cuda().half().eval()
+    checksum = serve_image_and_text(torch, vision, text, requests, torch.float16, channels_last=True)
+    del vision, text, layer
+    return {"requests": len(requests), "checksum": checksum}
+
+
+def serve_image_and_text(torch, vision, text, requests, dtype, channels_last=False):
+    """Serves `requests` (("image", batch) or ("text", (batch, tokens))) on a classifier `vision` and an encoder
+    `text` (an `embed` and a `body`), both on the GPU in `dtype`, in inference mode on random inputs (images of 224
+    pixels in `dtype`, moved to channels-last first with `channels_last`). Returns a checksum of the outputs; the
+    models are the caller's to free."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     checksum = 0.0
     with torch.inference_mode():
         for kind, shape in requests:
             if kind == "image":
-                images = torch.randn(shape, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
-                checksum += image_score(vision(images.to(memory_format=torch.channels_last)))
+                images = torch.randn(shape, 3, 224, 224, device="cuda", generator=gen, dtype=dtype)
+                checksum += image_score(vision(images.to(memory_format=torch.channels_last) if channels_last
+                                               else images))
                 del images
             else:
                 tokens = torch.randint(0, 30522, shape, device="cuda", generator=gen)
                 checksum += float(text["body"](text["embed"](tokens)).float().mean().item())
                 del tokens
-    del vision, text, layer
-    return {"requests": len(requests), "checksum": checksum}
+    return checksum
 
 
 def spectrogram_transformer_train(torch):
@@ -4577,18 +4587,7 @@ def bf16_direct_load_infer(torch):
     start_recording(torch)
     vision = vision.to("cuda", torch.bfloat16).eval()
     text = text.to("cuda", torch.bfloat16).eval()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0.0
-    with torch.inference_mode():
-        for kind, shape in requests:
-            if kind == "image":
-                images = torch.randn(shape, 3, 224, 224, device="cuda", generator=gen, dtype=torch.bfloat16)
-                checksum += image_score(vision(images))
-                del images
-            else:
-                tokens = torch.randint(0, 30522, shape, device="cuda", generator=gen)
-                checksum += float(text["body"](text["embed"](tokens)).float().mean().item())
-                del tokens
+    checksum = serve_image_and_text(torch, vision, text, requests, torch.bfloat16)
     del vision, text, layer
     return {"requests": len(requests), "checksum": checksum}
 
