@@ -626,3 +626,18 @@ fn twenty_second_session_later_recordings_match_an_independent_walk_and_the_reco
     check_recorded("checkpoint_reload_train.pickle.gz", (7_349, 4_539.6, 6_126.0, 1.349), 88, 3);
     check_recorded("bf16_direct_load_infer.pickle.gz", (3_022, 559.8, 784.0, 1.400), 29, 2);
 }
+
+/// Recorded at the end of the twenty-second session (2026-12-03 00:40 UTC), to judge a rule for loading runs fixed
+/// in writing before they were recorded (docs/BENCHMARKS.md, "Twenty-second session"): a short fp16 generation, two
+/// language models served in turn, a vision model loaded lazily while serving, BERT-large in fp16, a sweep of
+/// convolutional nets trained in turn, CLIP zero-shot classification and T5 translation in fp32.
+#[test]
+fn twenty_second_session_loading_judges_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("gpt2_half_short_generate.pickle.gz", (21_507, 548.3, 628.0, 1.145), 34, 2);
+    check_recorded("two_llms_serving.pickle.gz", (39_060, 423.2, 456.0, 1.078), 24, 1);
+    check_recorded("vision_lazy_load_infer.pickle.gz", (5_593, 494.3, 842.0, 1.703), 30, 2);
+    check_recorded("bert_large_half_infer.pickle.gz", (2_632, 1_332.1, 1_340.0, 1.006), 78, 2);
+    check_recorded("sweep_cnn_train.pickle.gz", (11_444, 1_611.4, 1_794.0, 1.113), 91, 3);
+    check_recorded("clip_zero_shot_infer.pickle.gz", (2_433, 625.3, 680.0, 1.087), 52, 2);
+    check_recorded("t5_fp32_translate.pickle.gz", (53_550, 987.4, 1_100.0, 1.114), 64, 1);
+}
