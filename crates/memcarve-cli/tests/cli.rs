@@ -265,6 +265,16 @@ fn config_file_becomes_a_policy() {
         |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap()["overhead"].as_f64().unwrap();
     assert!(overhead("config") > 1.08 && overhead("vmm") < 1.05, "{rows:?}");
 
+    // `loading_ahead_bytes = 0` maps nothing ahead past the budget while a model loads: ensemble_infer maps
+    // ViT-B/16's weights three tensors a layer again, 56 operations against the default's 47 (limit 49).
+    std::fs::write(&config, "[virtual_heap]\nloading_ahead_bytes = 0\n").unwrap();
+    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
+    let (_, rows) = replay_json_at(args, &[trace("ensemble_infer.pickle.gz")]);
+    let ops = |policy: &str| {
+        rows.iter().find(|row| row["policy"] == policy).unwrap()["driver_ops"].as_u64().unwrap()
+    };
+    assert!(ops("config") > 49 && ops("vmm") <= 49, "{rows:?}");
+
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [
         ("slack = -0.5", "slack must be a number of 0 or more"),
@@ -272,6 +282,8 @@ fn config_file_becomes_a_policy() {
         ("spare_until_allocated = -1.0", "spare_until_allocated must be a number of 0 or more"),
         ("spare_until_allocated = nan", "spare_until_allocated must be a number of 0 or more (or inf)"),
         ("release = \"immediate\"\nspare_until_allocated = 8.0", "settings of release = \"peak-slack\""),
+        ("release = \"immediate\"\nloading_ahead_bytes = 0", "settings of release = \"peak-slack\""),
+        ("release = \"retain\"\nloading_run = 4", "settings of release = \"peak-slack\""),
         ("release = \"immediate\"\nretain_bytes = 0", "settings of release = \"retain\""),
         ("release = \"retain\"\nslack = 0.1", "settings of release = \"peak-slack\""),
         ("release = \"bogus\"\nslack = 0.1", "unknown release policy \"bogus\""),
@@ -422,6 +434,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "sweep_cnn_train.pickle.gz",
         "clip_zero_shot_infer.pickle.gz",
         "t5_fp32_translate.pickle.gz",
+        "ensemble_infer.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -528,12 +541,12 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// four miss: longformer_infer on memory (247 MiB: 1.060 ×, 23 against 48), and three on operations:
 /// raft_flow_infer by one (1.036 ×, 44 against 43), and two that grow to a peak higher than any before a mapping
 /// per tensor (the second model's weights arriving; a forward pass at a larger batch), because the pages their
-/// earlier tensors leave partly used take the budget's slack: multi_model_serving (1.044 ×, 58 against 51) and
-/// spectrogram_transformer_train (1.048 ×, 109 against 91). Of seven loading models into a heap already in use,
-/// recorded later to judge a rule for such loading (which changes none of them), three miss: model_swap_infer
-/// (179 MiB: 1.109 ×, 20 against 31) and adapter_switch_infer (219 MiB: 1.062 ×, 14 against 25) on memory,
-/// ensemble_infer on operations (1.039 ×, 56 against 49: ViT-B/16's fp32 weights, loaded after ResNet-18 has
-/// served, take a mapping for three of every four of its large tensors).
+/// earlier tensors leave partly used take the budget's slack: multi_model_serving and
+/// spectrogram_transformer_train (1.048 ×, 109 against 91). Since a mapping in a run of allocations that raises
+/// the peak maps ahead as much as its request ("Twenty-third session"), multi_model_serving misses on memory
+/// instead (1.064 ×, 32 operations; 1.044 × with 58 against 51 before). Of seven loading models into a heap
+/// already in use, recorded later, two miss on memory: model_swap_infer (179 MiB: 1.109 ×, 20 against 31) and
+/// adapter_switch_infer (219 MiB: 1.062 ×, 14 against 25).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -551,11 +564,10 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("opt_small_sample_generate.pickle.gz", 1.0647, 25),
         ("densenet_infer.pickle.gz", 1.1107, 29),
         ("longformer_infer.pickle.gz", 1.0601, 23),
-        ("multi_model_serving.pickle.gz", 1.0445, 58),
+        ("multi_model_serving.pickle.gz", 1.0642, 32),
         ("raft_flow_infer.pickle.gz", 1.0362, 44),
         ("spectrogram_transformer_train.pickle.gz", 1.0484, 109),
         ("model_swap_infer.pickle.gz", 1.1094, 20),
-        ("ensemble_infer.pickle.gz", 1.0386, 56),
         ("adapter_switch_infer.pickle.gz", 1.0616, 14),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();

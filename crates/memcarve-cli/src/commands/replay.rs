@@ -86,6 +86,10 @@ struct VirtualHeapFile {
     min_spare_bytes: Option<u64>,
     /// For `peak-slack`: the spare applies until the heap has allocated this many times its peak live bytes.
     spare_until_allocated: Option<f64>,
+    /// For `peak-slack`: allocations without a free after which a mapping that raises the peak maps ahead.
+    loading_run: Option<u64>,
+    /// For `peak-slack`: in such a run, bytes mapped ahead past the budget at most (as many as the request).
+    loading_ahead_bytes: Option<u64>,
     /// Whether growing replacement series (KV caches) are watched for and placed to suit.
     growing_series: Option<bool>,
 }
@@ -151,7 +155,9 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     let peak_slack_settings = heap.slack.is_some()
         || heap.max_ahead_fraction.is_some()
         || heap.min_spare_bytes.is_some()
-        || heap.spare_until_allocated.is_some();
+        || heap.spare_until_allocated.is_some()
+        || heap.loading_run.is_some()
+        || heap.loading_ahead_bytes.is_some();
     let retain_settings = heap.retain_bytes.is_some() || heap.retain_live_fraction.is_some();
     // Built before the settings are checked against it, so that an unknown name is reported as such first.
     let release = heap.release.as_deref().unwrap_or("peak-slack");
@@ -163,6 +169,8 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
                 max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
                 min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
                 spare_until_allocated: heap.spare_until_allocated.unwrap_or(defaults.spare_until_allocated),
+                loading_run: heap.loading_run.unwrap_or(defaults.loading_run),
+                loading_ahead_bytes: heap.loading_ahead_bytes.unwrap_or(defaults.loading_ahead_bytes),
             })
         }
         "immediate" => Arc::new(ReleaseImmediately),
@@ -174,7 +182,8 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     };
     if peak_slack_settings && release != "peak-slack" {
         bail!(
-            "slack, max_ahead_fraction, min_spare_bytes and spare_until_allocated are settings of release = \"peak-slack\""
+            "slack, max_ahead_fraction, min_spare_bytes, spare_until_allocated, loading_run and loading_ahead_bytes are \
+             settings of release = \"peak-slack\""
         );
     }
     if retain_settings && release != "retain" {

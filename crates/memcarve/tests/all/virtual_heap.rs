@@ -31,6 +31,8 @@ fn tight_allocator() -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
         max_ahead_fraction: 0.25,
         min_spare_bytes: 0,
         spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
     };
     let config = VirtualHeapConfig::default().with_reserve_size(2 << 30).with_release(Arc::new(release));
     virtual_allocator(HostMode::Simulated, config)
@@ -172,6 +174,8 @@ fn commit_failures_among_retained_pages_leave_the_page_books_right() {
         max_ahead_fraction: 0.25,
         min_spare_bytes: 0,
         spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
     };
     let config = VirtualHeapConfig::default().with_reserve_size(256 * MIB).with_release(Arc::new(release));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
@@ -227,6 +231,8 @@ fn peak_slack_reuses_pages_across_rounds_within_its_budget() {
         max_ahead_fraction: 0.25,
         min_spare_bytes: 0,
         spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let mut peak_live = 0u64;
@@ -267,6 +273,8 @@ fn a_request_that_fits_no_hole_maps_the_free_pages_at_fresh_addresses() {
         max_ahead_fraction: 0.0,
         min_spare_bytes: 0,
         spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
@@ -314,6 +322,8 @@ fn a_request_that_fits_a_hole_on_committed_pages_goes_there_rather_than_to_new_p
         max_ahead_fraction: 0.0,
         min_spare_bytes: 64 * MIB,
         spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
@@ -347,6 +357,8 @@ fn a_physical_page_given_back_is_unmapped_at_every_address_it_shows_at() {
         max_ahead_fraction: 0.0,
         min_spare_bytes: 0,
         spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
     }));
     let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
