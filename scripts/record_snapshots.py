@@ -34,7 +34,9 @@ raft_flow_infer, sr_pixelshuffle_infer, model_sweep_train, neural_ode_train, key
 multi_model_serving, spectrogram_transformer_train, longformer_infer, model_swap_infer, eval_copy_train,
 ensemble_infer, adapter_switch_infer, teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer,
 gpt2_half_short_generate, two_llms_serving, vision_lazy_load_infer, bert_large_half_infer, sweep_cnn_train,
-clip_zero_shot_infer, t5_fp32_translate (see WORKLOADS). Prints one line per
+clip_zero_shot_infer, t5_fp32_translate, dit_train, tts_autoregressive_infer, sam_prompt_infer,
+mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train, perceiver_train, mnasnet_half_infer (see
+WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -4788,6 +4790,306 @@ def t5_fp32_translate(torch):
     return {"output_shapes": shapes, "token_sum": token_sum}
 
 
+def dit_train(torch):
+    """A diffusion transformer (DiT-S-sized, plain torch: 12 blocks 384 wide, 6 heads, adaptive layer norm from a
+    timestep and class embedding) trained on 32 x 32 x 4 latents in 2 x 2 patches, bf16 autocast, AdamW, 8 steps of
+    16 to 64 latents."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    width, patches = 384, 256
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(width, elementwise_affine=False)
+            self.attn = nn.MultiheadAttention(width, 6, batch_first=True)
+            self.norm2 = nn.LayerNorm(width, elementwise_affine=False)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+            self.ada = nn.Linear(width, 6 * width)
+
+        def forward(self, x, c):
+            shift1, scale1, gate1, shift2, scale2, gate2 = self.ada(nn.functional.silu(c)).unsqueeze(1).chunk(6, -1)
+            h = self.norm1(x) * (1 + scale1) + shift1
+            x = x + gate1 * self.attn(h, h, h, need_weights=False)[0]
+            return x + gate2 * self.mlp(self.norm2(x) * (1 + scale2) + shift2)
+
+    class DiT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(4, width, 2, 2)
+            self.pos = nn.Parameter(torch.randn(1, patches, width) * 0.02)
+            self.time = nn.Sequential(nn.Linear(256, width), nn.SiLU(), nn.Linear(width, width))
+            self.label = nn.Embedding(1001, width)
+            self.blocks = nn.ModuleList(Block() for _ in range(12))
+            self.out = nn.Linear(width, 2 * 2 * 4)
+
+        def forward(self, x, t, y):
+            half = torch.arange(128, device=x.device) / 128
+            freqs = t.float()[:, None] * torch.exp(-9.21 * half)[None]
+            c = self.time(torch.cat([freqs.sin(), freqs.cos()], 1)) + self.label(y)
+            h = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+            for block in self.blocks:
+                h = block(h, c)
+            h = self.out(h).view(x.shape[0], 16, 16, 4, 2, 2).permute(0, 3, 1, 4, 2, 5)
+            return h.reshape(x.shape)
+
+    model = DiT()
+    start_recording(torch)
+    model = model.cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in [32, 64, 16, 48, 64, 24, 32, 56]:
+        latents = torch.randn(batch, 4, 32, 32, device="cuda", generator=gen)
+        noise = torch.randn_like(latents)
+        t = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        y = torch.randint(0, 1001, (batch,), device="cuda", generator=gen)
+        alpha = (1 - t.float() / 1000).view(-1, 1, 1, 1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = (model(alpha.sqrt() * latents + (1 - alpha).sqrt() * noise, t, y).float() - noise).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+        del latents, noise, t, y, alpha, loss
+    del model, opt
+    return {"losses": losses}
+
+
+def tts_autoregressive_infer(torch):
+    """A Tacotron-style text-to-speech decoder in plain torch: a character encoder (embedding, 3 convolutions, a
+    bidirectional LSTM, 512 wide) and an attention LSTM decoder emitting 80-bin mel frames one at a time, the frames
+    gathered by `torch.cat` every step (a growing tensor) for 4 batches of 1 to 8 utterances of 40 to 160 characters
+    and 120 to 300 frames, fp32."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Tts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(80, 512)
+            self.convs = nn.Sequential(*[nn.Sequential(nn.Conv1d(512, 512, 5, padding=2), nn.BatchNorm1d(512),
+                                                       nn.ReLU()) for _ in range(3)])
+            self.encoder = nn.LSTM(512, 256, batch_first=True, bidirectional=True)
+            self.prenet = nn.Sequential(nn.Linear(80, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU())
+            self.attn_rnn = nn.LSTMCell(256 + 512, 1024)
+            self.query = nn.Linear(1024, 128)
+            self.keys = nn.Linear(512, 128)
+            self.score = nn.Linear(128, 1)
+            self.dec_rnn = nn.LSTMCell(1024 + 512, 1024)
+            self.frame = nn.Linear(1024 + 512, 80)
+
+    model = Tts().eval()
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    frames_total, checksum = 0, 0.0
+    with torch.inference_mode():
+        for batch, chars, frames in [(1, 160, 300), (8, 40, 120), (4, 100, 200), (2, 140, 260)]:
+            text = torch.randint(0, 80, (batch, chars), device="cuda", generator=gen)
+            memory = model.encoder(model.convs(model.embed(text).transpose(1, 2)).transpose(1, 2))[0]
+            keys = model.keys(memory)
+            zeros = memory.new_zeros
+            h1, c1, h2, c2 = zeros(batch, 1024), zeros(batch, 1024), zeros(batch, 1024), zeros(batch, 1024)
+            context, frame = zeros(batch, 512), zeros(batch, 80)
+            mel = zeros(batch, 0, 80)
+            for _ in range(frames):
+                h1, c1 = model.attn_rnn(torch.cat([model.prenet(frame), context], 1), (h1, c1))
+                weights = model.score(torch.tanh(keys + model.query(h1).unsqueeze(1))).softmax(1)
+                context = (weights * memory).sum(1)
+                h2, c2 = model.dec_rnn(torch.cat([h1, context], 1), (h2, c2))
+                frame = model.frame(torch.cat([h2, context], 1))
+                mel = torch.cat([mel, frame.unsqueeze(1)], 1)
+            frames_total += mel.shape[1]
+            checksum += float(mel.float().abs().mean().item())
+            del text, memory, keys, h1, c1, h2, c2, context, frame, mel, weights
+    del model
+    return {"frames": frames_total, "checksum": checksum}
+
+
+def sam_prompt_infer(torch):
+    """Promptable segmentation in the manner of SAM, plain torch, fp16: a ViT-B-sized image encoder (12 layers, 768
+    wide, 16 x 16 patches of 512-pixel images) run once per image, then a light mask decoder (2 two-way attention
+    layers, 256 wide, upsampling to 128 x 128 masks) run for 4 rounds of 8 to 32 point prompts on each of 3
+    images."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True)
+    encoder = nn.ModuleDict({"patch": nn.Conv2d(3, 768, 16, 16), "body": nn.TransformerEncoder(layer, 12),
+                             "neck": nn.Conv2d(768, 256, 1)})
+    decoder = nn.ModuleDict({"points": nn.Linear(2, 256), "tokens": nn.Embedding(4, 256),
+                             "layers": nn.ModuleList(nn.TransformerDecoderLayer(256, 8, 2048, batch_first=True)
+                                                     for _ in range(2)),
+                             "up": nn.Sequential(nn.ConvTranspose2d(256, 64, 2, 2), nn.GELU(),
+                                                 nn.ConvTranspose2d(64, 32, 2, 2)),
+                             "hyper": nn.Linear(256, 32)})
+    del layer
+    start_recording(torch)
+    encoder, decoder = encoder.cuda().half().eval(), decoder.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    area = 0.0
+    with torch.inference_mode():
+        for _ in range(3):
+            image = torch.randn(1, 3, 512, 512, device="cuda", generator=gen, dtype=torch.float16)
+            grid = encoder["patch"](image)
+            tokens = encoder["body"](grid.flatten(2).transpose(1, 2))
+            embedding = encoder["neck"](tokens.transpose(1, 2).reshape(1, 768, 32, 32))
+            del image, grid, tokens
+            for prompts in [8, 32, 16, 24]:
+                points = torch.rand(prompts, 1, 2, device="cuda", generator=gen, dtype=torch.float16)
+                query = torch.cat([decoder["tokens"].weight.unsqueeze(0).expand(prompts, -1, -1),
+                                   decoder["points"](points)], 1)
+                memory = embedding.flatten(2).transpose(1, 2).expand(prompts, -1, -1)
+                for block in decoder["layers"]:
+                    query = block(query, memory)
+                upscaled = decoder["up"](memory.transpose(1, 2).reshape(prompts, 256, 32, 32))
+                masks = torch.einsum("pc,pchw->phw", decoder["hyper"](query[:, 0]), upscaled)
+                area += float((masks > 0).float().mean().item())
+                del points, query, memory, upscaled, masks
+            del embedding
+    del encoder, decoder
+    return {"mask_area": area}
+
+
+def mobilenet_v2_half_infer(torch):
+    """torchvision MobileNetV2 moved to the GPU in fp32 and converted there (`.cuda().half()`, then channels-last),
+    served on 8 batches of 1 to 32 images of 224 pixels: a small heap of BatchNorm layers, whose int64 counters stay
+    among the converted weights."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v2(num_classes=1000)
+    start_recording(torch)
+    model = model.cuda().half().to(memory_format=torch.channels_last).eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch in [1, 8, 32, 4, 16, 2, 24, 8]:
+            images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            checksum += image_score(model(images.contiguous(memory_format=torch.channels_last)))
+            del images
+    del model
+    return {"checksum": checksum}
+
+
+def vit_varres_infer(torch):
+    """A ViT-B/16 in plain torch (12 layers, 768 wide) with its position embeddings interpolated to each input's
+    grid, fp16, 8 (batch, image side) shapes from (32, 160) to (2, 512), each twice."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True, norm_first=True, activation="gelu")
+    model = nn.ModuleDict({"patch": nn.Conv2d(3, 768, 16, 16), "body": nn.TransformerEncoder(layer, 12),
+                           "norm": nn.LayerNorm(768), "head": nn.Linear(768, 1000)})
+    pos = torch.randn(1, 768, 14, 14) * 0.02
+    del layer
+    start_recording(torch)
+    model, pos = model.cuda().half().eval(), pos.cuda().half()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, side in [(32, 160), (8, 384), (2, 512), (16, 224), (4, 448), (24, 288), (1, 512), (12, 320)] * 2:
+            images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
+            grid = model["patch"](images)
+            grid = grid + nn.functional.interpolate(pos, size=grid.shape[-2:], mode="bilinear", align_corners=False)
+            tokens = model["body"](grid.flatten(2).transpose(1, 2))
+            checksum += image_score(model["head"](model["norm"](tokens.mean(1))))
+            del images, grid, tokens
+    del model, pos
+    return {"checksum": checksum}
+
+
+def two_tower_retrieval_train(torch):
+    """A two-tower retrieval model in plain torch: user and item towers (embeddings of 500,000 and 200,000 ids x 128,
+    history bags through `EmbeddingBag`, MLPs 128-512-256-128) trained with in-batch negatives (a batch x batch
+    score matrix), Adam, 10 steps of 1,024 to 8,192 pairs."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def mlp():
+        return nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 128))
+
+    model = nn.ModuleDict({"users": nn.Embedding(500_000, 128), "history": nn.EmbeddingBag(200_000, 128, mode="mean"),
+                           "items": nn.Embedding(200_000, 128), "user_mlp": mlp(), "item_mlp": mlp()})
+    start_recording(torch)
+    model = model.cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in [1024, 4096, 8192, 2048, 6144, 1024, 8192, 3072, 4096, 5120]:
+        users = torch.randint(0, 500_000, (batch,), device="cuda", generator=gen)
+        history = torch.randint(0, 200_000, (batch * 20,), device="cuda", generator=gen)
+        offsets = torch.arange(0, batch * 20, 20, device="cuda")
+        items = torch.randint(0, 200_000, (batch,), device="cuda", generator=gen)
+        u = model["user_mlp"](model["users"](users) + model["history"](history, offsets))
+        v = model["item_mlp"](model["items"](items))
+        scores = nn.functional.normalize(u, dim=1) @ nn.functional.normalize(v, dim=1).T / 0.05
+        loss = nn.functional.cross_entropy(scores, torch.arange(batch, device="cuda"))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+        del users, history, offsets, items, u, v, scores, loss
+    del model, opt
+    return {"losses": losses}
+
+
+def perceiver_train(torch):
+    """A Perceiver-style model in plain torch: inputs of 512 to 8,192 tokens (64 features, Fourier position
+    features) cross-attended into 256 latents 512 wide, 6 latent self-attention layers, a classifier; bf16
+    autocast, AdamW, 10 steps whose input length and batch vary (the cross-attention's size with them)."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, norm_first=True)
+    model = nn.ModuleDict({"inp": nn.Linear(64 + 32, 512), "cross": nn.MultiheadAttention(512, 8, batch_first=True),
+                           "latent_body": nn.TransformerEncoder(layer, 6), "head": nn.Linear(512, 100)})
+    latents = nn.Parameter(torch.randn(256, 512) * 0.02)
+    del layer
+    start_recording(torch)
+    model, latents = model.cuda(), nn.Parameter(latents.detach().cuda())
+    opt = torch.optim.AdamW(list(model.parameters()) + [latents], lr=3e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, length in [(16, 2048), (4, 8192), (64, 512), (8, 4096), (32, 1024), (16, 3072), (2, 8192),
+                          (48, 768), (12, 2560), (24, 1536)]:
+        x = torch.randn(batch, length, 64, device="cuda", generator=gen)
+        position = torch.linspace(0, 1, length, device="cuda")[:, None] * torch.arange(1, 17, device="cuda")[None]
+        fourier = torch.cat([position.sin(), position.cos()], 1).expand(batch, -1, -1)
+        y = torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            inputs = model["inp"](torch.cat([x, fourier], 2))
+            query = latents.unsqueeze(0).expand(batch, -1, -1)
+            h = model["cross"](query, inputs, inputs, need_weights=False)[0] + query
+            h = model["latent_body"](h)
+            loss = nn.functional.cross_entropy(model["head"](h.mean(1)).float(), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.item()))
+        del x, position, fourier, y, inputs, query, h, loss
+    del model, latents, opt
+    return {"losses": losses}
+
+
+def mnasnet_half_infer(torch):
+    """torchvision MNASNet 0.5 moved to the GPU in fp32 and converted there (`.cuda().half()`), served on 10 batches
+    of 2 to 64 images of 224 pixels: the smallest BatchNorm-heavy heap here."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.mnasnet0_5(num_classes=1000)
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch in [2, 16, 64, 8, 32, 4, 48, 12, 24, 6]:
+            images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            checksum += image_score(model(images))
+            del images
+    del model
+    return {"checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -4827,7 +5129,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer,
                                      gpt2_half_short_generate, two_llms_serving, vision_lazy_load_infer,
                                      bert_large_half_infer, sweep_cnn_train, clip_zero_shot_infer,
-                                     t5_fp32_translate)}
+                                     t5_fp32_translate, dit_train, tts_autoregressive_infer, sam_prompt_infer,
+                                     mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train,
+                                     perceiver_train, mnasnet_half_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
