@@ -5009,7 +5009,7 @@ def two_tower_retrieval_train(torch):
         return nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 128))
 
     model = nn.ModuleDict({"users": nn.Embedding(500_000, 128), "history": nn.EmbeddingBag(200_000, 128, mode="mean"),
-                           "items": nn.Embedding(200_000, 128), "user_mlp": mlp(), "item_mlp": mlp()})
+                           "item_ids": nn.Embedding(200_000, 128), "user_mlp": mlp(), "item_mlp": mlp()})
     start_recording(torch)
     model = model.cuda()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -5021,7 +5021,7 @@ def two_tower_retrieval_train(torch):
         offsets = torch.arange(0, batch * 20, 20, device="cuda")
         items = torch.randint(0, 200_000, (batch,), device="cuda", generator=gen)
         u = model["user_mlp"](model["users"](users) + model["history"](history, offsets))
-        v = model["item_mlp"](model["items"](items))
+        v = model["item_mlp"](model["item_ids"](items))
         scores = nn.functional.normalize(u, dim=1) @ nn.functional.normalize(v, dim=1).T / 0.05
         loss = nn.functional.cross_entropy(scores, torch.arange(batch, device="cuda"))
         loss.backward()
