@@ -435,6 +435,11 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
         "clip_zero_shot_infer.pickle.gz",
         "t5_fp32_translate.pickle.gz",
         "ensemble_infer.pickle.gz",
+        "dit_train.pickle.gz",
+        "sam_prompt_infer.pickle.gz",
+        "vit_varres_infer.pickle.gz",
+        "two_tower_retrieval_train.pickle.gz",
+        "perceiver_train.pickle.gz",
     ];
     let (_, rows) = replay_json(&[], &met);
     assert_eq!(rows.len(), met.len());
@@ -453,7 +458,7 @@ fn default_policy_meets_the_memory_and_operation_goal_on_every_shipped_trace() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace (140 in traces/): requests larger than a block get blocks of their own size in their pool, which
+/// shipped trace (148 in traces/): requests larger than a block get blocks of their own size in their pool, which
 /// serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes vary (12 traces
 /// were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md, "Thirteenth
 /// session").
@@ -466,7 +471,7 @@ fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
         .filter(|name| name.ends_with(".pickle") || name.ends_with(".pickle.gz"))
         .collect();
     names.sort();
-    assert!(names.len() >= 140, "{names:?}");
+    assert!(names.len() >= 148, "{names:?}");
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let (_, rows) = replay_json(&["--policy", "blocks"], &names);
     assert_eq!(rows.len(), names.len());
@@ -546,7 +551,10 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// the peak maps ahead as much as its request ("Twenty-third session"), multi_model_serving misses on memory
 /// instead (1.064 ×, 32 operations; 1.044 × with 58 against 51 before). Of seven loading models into a heap
 /// already in use, recorded later, two miss on memory: model_swap_infer (179 MiB: 1.109 ×, 20 against 31) and
-/// adapter_switch_infer (219 MiB: 1.062 ×, 14 against 25).
+/// adapter_switch_infer (219 MiB: 1.062 ×, 14 against 25). Of eight of other kinds recorded after that rule
+/// landed, the three small heaps miss on memory: tts_autoregressive_infer (155 MiB: 1.083 ×, 11 against 22),
+/// mobilenet_v2_half_infer (217 MiB: 1.067 ×, 12 against 22) and mnasnet_half_infer (141 MiB: 1.103 ×, 9 against
+/// 16).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -569,6 +577,9 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("spectrogram_transformer_train.pickle.gz", 1.0484, 109),
         ("model_swap_infer.pickle.gz", 1.1094, 20),
         ("adapter_switch_infer.pickle.gz", 1.0616, 14),
+        ("tts_autoregressive_infer.pickle.gz", 1.0828, 11),
+        ("mobilenet_v2_half_infer.pickle.gz", 1.0673, 12),
+        ("mnasnet_half_infer.pickle.gz", 1.1033, 9),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);

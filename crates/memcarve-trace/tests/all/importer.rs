@@ -641,3 +641,19 @@ fn twenty_second_session_loading_judges_match_an_independent_walk_and_the_record
     check_recorded("clip_zero_shot_infer.pickle.gz", (2_433, 625.3, 680.0, 1.087), 52, 2);
     check_recorded("t5_fp32_translate.pickle.gz", (53_550, 987.4, 1_100.0, 1.114), 64, 1);
 }
+
+/// Recorded in the twenty-third session (2026-12-03 03:46–03:48 UTC) after the rule for loading runs landed, as
+/// unseen traces of kinds not recorded before: a diffusion transformer trained, an autoregressive text-to-speech
+/// decoder, promptable segmentation, MobileNetV2 and MNASNet converted by `.half()` on the GPU, a ViT at varying
+/// resolutions, two-tower retrieval training, and a Perceiver trained on inputs of varying length.
+#[test]
+fn twenty_third_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("dit_train.pickle.gz", (13_441, 4_092.3, 4_744.0, 1.159), 217, 3);
+    check_recorded("tts_autoregressive_infer.pickle.gz", (23_060, 155.2, 242.0, 1.560), 15, 2);
+    check_recorded("sam_prompt_infer.pickle.gz", (1_846, 328.6, 572.0, 1.741), 30, 2);
+    check_recorded("mobilenet_v2_half_infer.pickle.gz", (2_485, 217.4, 330.0, 1.518), 15, 2);
+    check_recorded("vit_varres_infer.pickle.gz", (3_256, 330.8, 512.0, 1.548), 25, 2);
+    check_recorded("two_tower_retrieval_train.pickle.gz", (1_496, 2_536.5, 3_456.0, 1.363), 34, 3);
+    check_recorded("perceiver_train.pickle.gz", (7_444, 2_747.4, 2_972.0, 1.082), 115, 3);
+    check_recorded("mnasnet_half_infer.pickle.gz", (2_928, 141.4, 208.0, 1.471), 11, 2);
+}
