@@ -71,7 +71,9 @@ fn assert_self_contained(page: &str) {
 /// The map at the peak is rebuilt from the placement log; its committed bytes must be the allocator's own
 /// peak, and every live allocation must lie in committed memory.
 fn assert_map_matches_replay(figures: &serde_json::Value, row: &serde_json::Value) {
-    for field in ["allocations", "peak_live_bytes", "peak_committed_bytes", "driver_ops"] {
+    let split = ["at_peak_live_bytes", "at_peak_partly_used_bytes", "at_peak_empty_bytes"];
+    for field in ["allocations", "peak_live_bytes", "peak_committed_bytes", "driver_ops"].iter().chain(&split)
+    {
         assert_eq!(figures[field], row[field], "{field}");
     }
     assert_eq!(figures["pytorch_peak_reserved_bytes"], row["pytorch_peak_reserved_bytes"]);
@@ -102,6 +104,11 @@ fn report_of_a_snapshot_matches_the_replay() {
     let points = figures["timeline_points"].as_u64().unwrap();
     assert!((100..=4000).contains(&points), "{points} timeline points");
     assert_map_matches_replay(&figures, &replay_row(&path, "vmm", &dir));
+    // The virtual heap's peak is split in three, shown in a card.
+    let part = |key: &str| figures[key].as_u64().unwrap();
+    let parts = part("at_peak_live_bytes") + part("at_peak_partly_used_bytes") + part("at_peak_empty_bytes");
+    assert_eq!(parts, part("peak_committed_bytes"));
+    assert!(page.contains("where the peak&#39;s overhead is"));
     // Under the virtual heap the peak's pages form few runs.
     assert!(figures["map"]["mapped_ranges"].as_u64().unwrap() >= 1);
 }
@@ -115,6 +122,7 @@ fn report_with_blocks_maps_every_block() {
     let figures = figures(&page);
     assert_eq!(figures["policy"], "blocks");
     assert_map_matches_replay(&figures, &replay_row(&path, "blocks", &dir));
+    assert!(figures["at_peak_empty_bytes"].is_null() && !page.contains("overhead is"), "no pages to split");
     // Blocks of 32 MiB growing to 256 MiB: several of them, each its own committed range.
     assert!(figures["map"]["mapped_ranges"].as_u64().unwrap() > 4, "{figures}");
 }

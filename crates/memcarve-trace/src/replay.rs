@@ -98,6 +98,22 @@ pub struct ReplayResult {
     pub replay_time: Duration,
     /// PyTorch's own figures from the trace, when it came from a snapshot.
     pub pytorch: Option<PyTorchFigures>,
+    /// Where the peak committed bytes went, when the replay used one virtual heap (none in block mode).
+    pub peak_split: Option<PeakSplit>,
+}
+
+/// A virtual heap's committed bytes when they first reached their peak, in three parts that add up to them:
+/// the bytes of live allocations, the free bytes of pages partly used by them (placement: allocations' edges,
+/// holes between them), and pages no live allocation touched (the release policy: pages kept after frees or
+/// mapped ahead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeakSplit {
+    /// Bytes of live allocations.
+    pub live_bytes: u64,
+    /// Free bytes inside pages that live allocations use.
+    pub partly_used_bytes: u64,
+    /// Bytes of committed pages no live allocation used.
+    pub empty_bytes: u64,
 }
 
 impl ReplayResult {
@@ -268,6 +284,7 @@ impl Replayer {
                 driver_ops: 0,
                 replay_time: Duration::ZERO,
                 pytorch: None,
+                peak_split: None,
             },
             placements: None,
             numbering: None,
@@ -503,6 +520,25 @@ impl Replayer {
         }
     }
 
+    /// [`ReplayResult::peak_split`]: from the one virtual heap that committed memory, if its peak is the
+    /// allocator's.
+    fn peak_split(&self) -> Option<PeakSplit> {
+        let types = self.allocator.memory_properties().types.len() as u32;
+        let mut heaps = (0..types)
+            .filter_map(|memory_type| self.allocator.virtual_heap_stats(memory_type))
+            .filter(|stats| stats.peak_committed_bytes > 0);
+        let stats = heaps.next()?;
+        if heaps.next().is_some() || stats.peak_committed_bytes != self.result.peak_committed_bytes {
+            return None;
+        }
+        let used = stats.peak_committed_bytes.checked_sub(stats.empty_bytes_at_peak)?;
+        Some(PeakSplit {
+            live_bytes: stats.live_bytes_at_peak,
+            partly_used_bytes: used.checked_sub(stats.live_bytes_at_peak)?,
+            empty_bytes: stats.empty_bytes_at_peak,
+        })
+    }
+
     /// Ends the replay: figures from the allocator and the device.
     pub fn finish(mut self, pytorch: Option<PyTorchFigures>) -> ReplayResult {
         let counters = self.device.counters();
@@ -510,6 +546,7 @@ impl Replayer {
         self.result.driver_ops =
             counters.blocks_created + counters.blocks_destroyed + counters.commits + counters.decommits;
         self.result.pytorch = pytorch;
+        self.result.peak_split = self.peak_split();
         let _ = &self.policy;
         self.result
     }
@@ -615,6 +652,23 @@ mod tests {
         let mut calls = Vec::new();
         assert_eq!(failing.replay_all(faulty, 4, |done| calls.push(done)), Err("bad line"));
         assert_eq!(calls, vec![4]);
+    }
+
+    #[test]
+    fn the_peak_is_split_where_one_virtual_heap_holds_it() {
+        let events = events();
+        for policy in policies() {
+            let mut replayer = Replayer::new(&policy).unwrap();
+            replayer.replay(&events);
+            let result = replayer.finish(None);
+            let virtual_heap = policy.config.virtual_heap.is_some();
+            assert_eq!(result.peak_split.is_some(), virtual_heap, "{}", policy.name);
+            if let Some(split) = result.peak_split {
+                let sum = split.live_bytes + split.partly_used_bytes + split.empty_bytes;
+                assert_eq!(sum, result.peak_committed_bytes, "{}: {split:?}", policy.name);
+                assert!(split.live_bytes > 0 && split.live_bytes <= result.peak_live_bytes, "{split:?}");
+            }
+        }
     }
 
     #[test]

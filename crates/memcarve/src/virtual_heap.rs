@@ -316,6 +316,13 @@ pub struct VirtualHeapStats {
     pub allocations: u64,
     /// Bytes handed out by allocations so far, freed ones included.
     pub allocated_bytes: u64,
+    /// Bytes of live allocations when the committed bytes first reached their peak (once the allocation that
+    /// raised it was placed). The peak's other committed bytes are pages partly used by live allocations (the
+    /// placement's share: `peak_committed_bytes - live_bytes_at_peak - empty_bytes_at_peak`) and empty pages.
+    pub live_bytes_at_peak: u64,
+    /// Committed pages no live allocation touched at that moment: pages kept or mapped ahead by the release
+    /// policy (its share of the peak's overhead).
+    pub empty_bytes_at_peak: u64,
 }
 
 const NIL: u32 = u32::MAX;
@@ -1228,6 +1235,9 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     map_ids: Vec<u32>,
     /// Allocations since the last free ([`HeapState::run_allocations`]).
     run_allocations: u64,
+    /// A mapping raised the peak committed bytes since the last allocation was placed: the allocation being
+    /// placed records what the peak holds ([`VirtualHeapStats::live_bytes_at_peak`]).
+    peak_raised: bool,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -1294,6 +1304,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             needs: Vec::with_capacity(FIRST_PAGES),
             map_ids: Vec::with_capacity(FIRST_PAGES),
             run_allocations: 0,
+            peak_raised: false,
         })
     }
 
@@ -1454,6 +1465,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.allocations += 1;
         self.stats.allocated_bytes += size;
         self.run_allocations += 1;
+        if self.peak_raised {
+            self.peak_raised = false;
+            self.stats.live_bytes_at_peak = self.stats.live_bytes;
+            self.stats.empty_bytes_at_peak = self.phys.free_count << self.page_shift;
+        }
         if let Some(series) = self.series.as_mut() {
             series.allocated(allocation.offset, range, size, page_size);
             // A member that moved onto the pages mapped ahead for the series, or took a mapping of them: the
@@ -1891,8 +1907,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.mapped_end = self.mapped_end.max(first + ids.len());
         self.stats.mapped_bytes += size;
         self.stats.commits += 1;
-        self.stats.peak_committed_bytes =
-            self.stats.peak_committed_bytes.max(self.phys.alive << self.page_shift);
+        let committed = self.phys.alive << self.page_shift;
+        if committed > self.stats.peak_committed_bytes {
+            self.stats.peak_committed_bytes = committed;
+            self.peak_raised = true;
+        }
         self.note(PageEvent::Commit { offset, size }, &ids);
         self.map_ids = ids;
         Ok(())

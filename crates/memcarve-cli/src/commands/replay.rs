@@ -210,6 +210,12 @@ struct Row {
     ops_per_sec: f64,
     /// The first replay's throughput (with `--repeat`, the others replay the trace decoded once, in memory).
     first_ops_per_sec: f64,
+    /// When the committed bytes first reached their peak, in a virtual heap (null in block mode): the bytes of
+    /// live allocations, the free bytes of pages they partly use (placement), and the pages none uses (kept or
+    /// mapped ahead by the release policy). The three add up to `peak_committed_bytes`.
+    at_peak_live_bytes: Option<u64>,
+    at_peak_partly_used_bytes: Option<u64>,
+    at_peak_empty_bytes: Option<u64>,
 }
 
 fn chosen_policies(args: &ReplayArgs) -> Result<Vec<Policy>> {
@@ -343,6 +349,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 pytorch_segment_ops: pytorch.map(|p| p.segment_ops),
                 ops_per_sec: result.ops_per_sec(),
                 first_ops_per_sec,
+                at_peak_live_bytes: result.peak_split.map(|split| split.live_bytes),
+                at_peak_partly_used_bytes: result.peak_split.map(|split| split.partly_used_bytes),
+                at_peak_empty_bytes: result.peak_split.map(|split| split.empty_bytes),
             });
             if result.failures > 0 {
                 eprintln!(

@@ -533,6 +533,18 @@ fn render(name: &str, policy: &Policy, replayed: &Replayed) -> String {
         &bytes(result.peak_committed_bytes),
         &format!("overhead {:.3} \u{d7} live", result.overhead()),
     );
+    if let Some(split) = result.peak_split {
+        card(
+            &mut page,
+            "where the peak's overhead is",
+            &format!("{} + {}", bytes(split.partly_used_bytes), bytes(split.empty_bytes)),
+            &format!(
+                "free inside pages live allocations use (placement) + pages none uses (kept or mapped ahead by the \
+                 release policy), with {} live",
+                bytes(split.live_bytes)
+            ),
+        );
+    }
     match pytorch {
         Some(pytorch) => {
             let overhead = pytorch.overhead(result.peak_live_bytes).unwrap_or(0.0);
@@ -645,6 +657,9 @@ fn figures(name: &str, policy: &Policy, replayed: &Replayed) -> serde_json::Valu
         "peak_committed_bytes": result.peak_committed_bytes,
         "overhead": result.overhead(),
         "driver_ops": result.driver_ops,
+        "at_peak_live_bytes": result.peak_split.map(|split| split.live_bytes),
+        "at_peak_partly_used_bytes": result.peak_split.map(|split| split.partly_used_bytes),
+        "at_peak_empty_bytes": result.peak_split.map(|split| split.empty_bytes),
         "pytorch_peak_reserved_bytes": result.pytorch.map(|p| p.peak_reserved_bytes),
         "pytorch_segment_ops": result.pytorch.map(|p| p.segment_ops),
         "pytorch_timeline": replayed.has_reserved,

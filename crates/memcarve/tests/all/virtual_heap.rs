@@ -63,6 +63,44 @@ fn pages_are_committed_on_demand_and_released_by_policy() {
 }
 
 #[test]
+fn the_peak_committed_bytes_are_split_into_live_partly_used_and_empty_bytes() {
+    // No slack and an 8 MiB spare: a mapping maps pages ahead up to 8 MiB past the peak live bytes.
+    let release = PeakSlack {
+        slack: 0.0,
+        max_ahead_fraction: 8.0,
+        min_spare_bytes: 8 * MIB,
+        spare_until_allocated: f64::INFINITY,
+        loading_ahead_bytes: 0,
+        ..PeakSlack::default()
+    };
+    let config = VirtualHeapConfig::default().with_release(Arc::new(release));
+    let (_, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let stats = |memory_type| allocator.virtual_heap_stats(memory_type).unwrap();
+    let split = |stats: VirtualHeapStats| {
+        (stats.peak_committed_bytes, stats.live_bytes_at_peak, stats.empty_bytes_at_peak)
+    };
+    let a = allocator.allocate(&AllocationDesc::new("a", 3 * MIB, MemoryLocation::GpuOnly)).unwrap();
+    let memory_type = a.memory_type();
+    // Two pages for the request (one of them 1 MiB free) and three ahead, to 3 + 8 MiB in all.
+    assert_eq!(split(stats(memory_type)), (10 * MIB, 3 * MIB, 6 * MIB));
+    // Below the peak nothing is recorded again.
+    let b = allocator.allocate(&AllocationDesc::new("b", MIB, MemoryLocation::GpuOnly)).unwrap();
+    assert_eq!(stats(memory_type).committed_bytes, 10 * MIB);
+    assert_eq!(split(stats(memory_type)), (10 * MIB, 3 * MIB, 6 * MIB));
+    allocator.free(a).unwrap();
+    allocator.free(b).unwrap();
+    // A larger request raises the peak: the split is what the heap holds once it is placed.
+    let c = allocator.allocate(&AllocationDesc::new("c", 20 * MIB, MemoryLocation::GpuOnly)).unwrap();
+    let now = stats(memory_type);
+    assert!(now.peak_committed_bytes > 10 * MIB, "{now:?}");
+    assert_eq!(now.committed_bytes, now.peak_committed_bytes);
+    assert_eq!((now.live_bytes_at_peak, now.empty_bytes_at_peak), (20 * MIB, now.empty_bytes));
+    assert!(now.peak_committed_bytes - now.empty_bytes_at_peak >= 20 * MIB, "{now:?}");
+    allocator.free(c).unwrap();
+    allocator.check().unwrap();
+}
+
+#[test]
 fn retained_empty_pages_are_reused_without_driver_calls() {
     let config = VirtualHeapConfig::default()
         .with_release(Arc::new(RetainEmpty { bytes: 64 * MIB, live_fraction: 0.0 }));
