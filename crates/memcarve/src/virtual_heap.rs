@@ -1444,8 +1444,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                     Ok(made) => taken = made,
                     Err(error) => {
                         // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages
-                        // for the release policy.
+                        // for the release policy (a peak they raised holds them empty).
                         let _ = self.ranges.free(allocation.handle);
+                        self.note_peak();
                         self.release(vm);
                         return Err(error);
                     }
@@ -1465,11 +1466,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.allocations += 1;
         self.stats.allocated_bytes += size;
         self.run_allocations += 1;
-        if self.peak_raised {
-            self.peak_raised = false;
-            self.stats.live_bytes_at_peak = self.stats.live_bytes;
-            self.stats.empty_bytes_at_peak = self.phys.free_count << self.page_shift;
-        }
+        self.note_peak();
         if let Some(series) = self.series.as_mut() {
             series.allocated(allocation.offset, range, size, page_size);
             // A member that moved onto the pages mapped ahead for the series, or took a mapping of them: the
@@ -1479,6 +1476,16 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
         }
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
+    }
+
+    /// After a mapping raised the peak committed bytes: what the peak holds, once the allocation it was for is
+    /// placed (or refused).
+    fn note_peak(&mut self) {
+        if self.peak_raised {
+            self.peak_raised = false;
+            self.stats.live_bytes_at_peak = self.stats.live_bytes;
+            self.stats.empty_bytes_at_peak = self.phys.free_count << self.page_shift;
+        }
     }
 
     /// A series member right after the previous one, while the series moves onto the pages mapped ahead for it:

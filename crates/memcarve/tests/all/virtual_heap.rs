@@ -163,6 +163,7 @@ fn churn_under_failures(
     let mut rng = Rng::new(seed);
     let mut live = Vec::new();
     let mut refused = 0;
+    let mut peaks_checked = 0;
     for step in 0..steps {
         if live.is_empty() || rng.chance(52) {
             let desc = AllocationDesc::new("f", rng.log_uniform(1, max_size), MemoryLocation::GpuOnly);
@@ -179,7 +180,15 @@ fn churn_under_failures(
         {
             panic!("step {step}: {violation:?}");
         }
+        // What the peak held, recorded after allocations that were placed or refused, fits in the peak.
+        if let Some(stats) = allocator.virtual_heap_stats(1) {
+            let held = stats.live_bytes_at_peak + stats.empty_bytes_at_peak;
+            assert!(held <= stats.peak_committed_bytes, "step {step}: {stats:?}");
+            assert!(stats.live_bytes_at_peak <= stats.peak_live_bytes, "step {step}: {stats:?}");
+            peaks_checked += 1;
+        }
     }
+    assert!(peaks_checked > steps / 2, "the heap's stats were there to check");
     for a in live {
         allocator.free(a).unwrap();
     }
