@@ -35,8 +35,9 @@ multi_model_serving, spectrogram_transformer_train, longformer_infer, model_swap
 ensemble_infer, adapter_switch_infer, teacher_late_distill, checkpoint_reload_train, bf16_direct_load_infer,
 gpt2_half_short_generate, two_llms_serving, vision_lazy_load_infer, bert_large_half_infer, sweep_cnn_train,
 clip_zero_shot_infer, t5_fp32_translate, dit_train, tts_autoregressive_infer, sam_prompt_infer,
-mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train, perceiver_train, mnasnet_half_infer (see
-WORKLOADS). Prints one line per
+mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train, perceiver_train, mnasnet_half_infer,
+googlenet_half_infer, shufflenet_half_infer, wide_resnet_half_infer, resnext_half_infer, gpt_neo_small_generate,
+bloom_small_sample_generate, bert_base_qa_infer, lstm_lm_sample_small (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
 (with the torch, CUDA and library versions and the GPU).
 """
@@ -5090,6 +5091,140 @@ def mnasnet_half_infer(torch):
     return {"checksum": checksum}
 
 
+def googlenet_half_infer(torch):
+    """torchvision GoogLeNet (inception blocks, BatchNorm, no auxiliary heads) moved to the GPU in fp32 and converted
+    there (`.cuda().half()`), 8 (batch, image side) shapes from (1, 224) to (48, 224), each twice: a small heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(8, 224), (1, 224), (48, 224), (4, 288), (16, 224), (2, 320), (32, 192), (12, 256)]
+    model = torchvision.models.googlenet(num_classes=1000, aux_logits=False, init_weights=True)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def shufflenet_half_infer(torch):
+    """torchvision ShuffleNetV2 x0.5 moved to the GPU in fp32 and converted there (`.cuda().half()`), 8 (batch, image
+    side) shapes from (2, 224) to (96, 224), each twice: the smallest model here, a heap of activations."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(16, 224), (2, 224), (96, 224), (8, 320), (48, 192), (4, 384), (64, 160), (24, 256)]
+    model = torchvision.models.shufflenet_v2_x0_5(num_classes=1000)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def wide_resnet_half_infer(torch):
+    """torchvision Wide ResNet-50-2 (69 M parameters) moved to the GPU in fp32 and converted there
+    (`.cuda().half()`), 8 (batch, image side) shapes from (1, 224) to (32, 224), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(4, 224), (1, 224), (32, 224), (8, 288), (16, 192), (2, 320), (24, 224), (12, 256)]
+    model = torchvision.models.wide_resnet50_2(num_classes=1000)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def resnext_half_infer(torch):
+    """torchvision ResNeXt-50 32x4d (grouped convolutions) moved to the GPU in fp32 and converted there
+    (`.cuda().half()`), 8 (batch, image side) shapes from (1, 320) to (48, 192), each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(8, 224), (1, 320), (48, 192), (4, 256), (16, 224), (2, 288), (24, 224), (32, 160)]
+    model = torchvision.models.resnext50_32x4d(num_classes=1000)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def gpt_neo_small_generate(torch):
+    """A small GPT-Neo-style decoder through transformers (`GPTNeoForCausalLM(GPTNeoConfig(...))`: 6 layers 512 wide,
+    global and local (256-token window) attention in turn, 50k vocabulary), fp16, greedy `generate` for 4 rounds
+    (batch, prompt, new tokens) from (1, 256, 48) to (16, 32, 24)."""
+    from transformers import GPTNeoConfig, GPTNeoForCausalLM
+
+    torch.manual_seed(0)
+    config = GPTNeoConfig(vocab_size=50257, hidden_size=512, num_layers=6, num_heads=8,
+                          attention_types=[[["global", "local"], 3]], window_size=256, max_position_embeddings=1024)
+    rounds = [(4, 128, 32), (1, 256, 48), (16, 32, 24), (8, 96, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPTNeoForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def bloom_small_sample_generate(torch):
+    """A small BLOOM-style decoder through transformers (`BloomForCausalLM(BloomConfig(...))`: 8 layers 640 wide,
+    ALiBi positions, 64k vocabulary), fp16, `generate` sampling at temperature 0.8 (top-k 40) for 4 rounds (batch,
+    prompt, new tokens) from (2, 320, 48) to (12, 48, 32)."""
+    from transformers import BloomConfig, BloomForCausalLM
+
+    torch.manual_seed(0)
+    config = BloomConfig(vocab_size=64000, hidden_size=640, n_layer=8, n_head=10)
+    rounds = [(6, 128, 40), (2, 320, 48), (12, 48, 32), (4, 192, 36)]  # batch, prompt, new tokens
+    return generate_rounds(torch, BloomForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, temperature=0.8, top_k=40, pad_token_id=3)
+
+
+def bert_base_qa_infer(torch):
+    """Extractive question answering with a BERT-base-sized encoder through transformers
+    (`BertForQuestionAnswering(BertConfig())`: 12 layers, 768 wide), fp16, 10 batches of (questions, tokens) from
+    (1, 512) to (32, 128), padded on the right; the best answer span taken from the start and end logits."""
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    torch.manual_seed(0)
+    config = BertConfig()
+    model = BertForQuestionAnswering(config).eval()
+    batches = [(8, 256), (1, 512), (32, 128), (4, 384), (16, 192), (2, 448), (24, 160), (12, 320), (6, 512),
+               (32, 96)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for questions, tokens in batches:
+            ids = torch.randint(1000, config.vocab_size, (questions, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (questions, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            out = model(input_ids=ids * mask, attention_mask=mask)
+            scores = out.start_logits[:, :, None] + out.end_logits[:, None, :]
+            best = scores.flatten(1).argmax(1)
+            checksum += int(best.sum().item())
+            del ids, lengths, mask, out, scores, best
+    del model
+    return {"checksum": checksum}
+
+
+def lstm_lm_sample_small(torch):
+    """A word-level LSTM language model in plain torch (2 layers of 650, a 33k vocabulary, tied embedding), fp32,
+    sampling 4 batches of 4 to 32 sequences for 120 to 300 tokens each after a prompt of 32, the tokens gathered
+    by `torch.cat` every step: a small heap."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    embed, lstm = nn.Embedding(33278, 650), nn.LSTM(650, 650, 2, batch_first=True)
+    head = nn.Linear(650, 33278)
+    head.weight = embed.weight
+    model = nn.ModuleDict({"embed": embed, "lstm": lstm, "head": head}).eval()
+    del embed, lstm, head
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    token_sum = 0
+    with torch.inference_mode():
+        for batch, steps in [(8, 200), (32, 120), (4, 300), (16, 160)]:
+            tokens = torch.randint(0, 33278, (batch, 32), device="cuda", generator=gen)
+            out, state = model["lstm"](model["embed"](tokens))
+            for _ in range(steps):
+                probs = (model["head"](out[:, -1]) / 0.9).softmax(-1)
+                nxt = torch.multinomial(probs, 1, generator=gen)
+                tokens = torch.cat([tokens, nxt], 1)
+                out, state = model["lstm"](model["embed"](nxt), state)
+            token_sum += int(tokens.sum().item())
+            del tokens, out, state, probs, nxt
+    del model
+    return {"token_sum": token_sum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -5131,7 +5266,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      bert_large_half_infer, sweep_cnn_train, clip_zero_shot_infer,
                                      t5_fp32_translate, dit_train, tts_autoregressive_infer, sam_prompt_infer,
                                      mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train,
-                                     perceiver_train, mnasnet_half_infer)}
+                                     perceiver_train, mnasnet_half_infer, googlenet_half_infer,
+                                     shufflenet_half_infer, wide_resnet_half_infer, resnext_half_infer,
+                                     gpt_neo_small_generate, bloom_small_sample_generate, bert_base_qa_infer,
+                                     lstm_lm_sample_small)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
