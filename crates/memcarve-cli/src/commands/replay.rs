@@ -90,6 +90,8 @@ struct VirtualHeapFile {
     loading_run: Option<u64>,
     /// For `peak-slack`: in such a run, bytes mapped ahead past the budget at most (as many as the request).
     loading_ahead_bytes: Option<u64>,
+    /// For `peak-slack`: requests of at least this many bytes map pages ahead within the slack only.
+    spare_ahead_below_bytes: Option<u64>,
     /// Whether growing replacement series (KV caches) are watched for and placed to suit.
     growing_series: Option<bool>,
 }
@@ -157,7 +159,8 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
         || heap.min_spare_bytes.is_some()
         || heap.spare_until_allocated.is_some()
         || heap.loading_run.is_some()
-        || heap.loading_ahead_bytes.is_some();
+        || heap.loading_ahead_bytes.is_some()
+        || heap.spare_ahead_below_bytes.is_some();
     let retain_settings = heap.retain_bytes.is_some() || heap.retain_live_fraction.is_some();
     // Built before the settings are checked against it, so that an unknown name is reported as such first.
     let release = heap.release.as_deref().unwrap_or("peak-slack");
@@ -171,6 +174,9 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
                 spare_until_allocated: heap.spare_until_allocated.unwrap_or(defaults.spare_until_allocated),
                 loading_run: heap.loading_run.unwrap_or(defaults.loading_run),
                 loading_ahead_bytes: heap.loading_ahead_bytes.unwrap_or(defaults.loading_ahead_bytes),
+                spare_ahead_below_bytes: heap
+                    .spare_ahead_below_bytes
+                    .unwrap_or(defaults.spare_ahead_below_bytes),
             })
         }
         "immediate" => Arc::new(ReleaseImmediately),
@@ -182,8 +188,8 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     };
     if peak_slack_settings && release != "peak-slack" {
         bail!(
-            "slack, max_ahead_fraction, min_spare_bytes, spare_until_allocated, loading_run and loading_ahead_bytes are \
-             settings of release = \"peak-slack\""
+            "slack, max_ahead_fraction, min_spare_bytes, spare_until_allocated, loading_run, loading_ahead_bytes and \
+             spare_ahead_below_bytes are settings of release = \"peak-slack\""
         );
     }
     if retain_settings && release != "retain" {

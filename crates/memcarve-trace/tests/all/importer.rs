@@ -657,3 +657,19 @@ fn twenty_third_session_recordings_match_an_independent_walk_and_the_recording_s
     check_recorded("perceiver_train.pickle.gz", (7_444, 2_747.4, 2_972.0, 1.082), 115, 3);
     check_recorded("mnasnet_half_infer.pickle.gz", (2_928, 141.4, 208.0, 1.471), 11, 2);
 }
+
+/// Recorded later in the twenty-third session (2026-12-03 04:38–04:41 UTC) to judge a rule fixed in writing before
+/// (requests of 8 MiB or more map pages ahead within the slack only): four classifiers converted by `.half()` on
+/// the GPU, two small generation decoders (local and global attention; ALiBi), question answering with a BERT-base
+/// encoder and a small LSTM language model sampling.
+#[test]
+fn twenty_third_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("googlenet_half_infer.pickle.gz", (5_437, 224.8, 250.0, 1.112), 13, 2);
+    check_recorded("shufflenet_half_infer.pickle.gz", (5_172, 187.2, 218.0, 1.164), 9, 2);
+    check_recorded("wide_resnet_half_infer.pickle.gz", (4_637, 346.3, 610.0, 1.761), 28, 2);
+    check_recorded("resnext_half_infer.pickle.gz", (4_587, 280.0, 486.0, 1.736), 24, 2);
+    check_recorded("gpt_neo_small_generate.pickle.gz", (38_027, 153.1, 184.0, 1.202), 26, 2);
+    check_recorded("bloom_small_sample_generate.pickle.gz", (50_891, 229.7, 266.0, 1.158), 25, 2);
+    check_recorded("bert_base_qa_infer.pickle.gz", (3_219, 307.3, 360.0, 1.171), 21, 2);
+    check_recorded("lstm_lm_sample_small.pickle.gz", (18_773, 208.3, 304.0, 1.459), 9, 2);
+}
