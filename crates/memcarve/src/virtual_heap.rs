@@ -84,7 +84,8 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
 /// committed bytes). The spare applies while the heap is young, until it has handed out `spare_until_allocated`
 /// times its peak live bytes in all: a heap still growing into its working set maps ahead by the spare, and one
 /// that has cycled through it several times takes a new peak as an excursion, mapping ahead only within the
-/// slack. While a heap fills up past its peak (a run of allocations without a free: a model's weights arriving),
+/// slack; a mapping for a request of `spare_ahead_below_bytes` or more maps ahead within the slack only. While a
+/// heap fills up past its peak (a run of allocations without a free: a model's weights arriving),
 /// a mapping maps ahead at least as much as its request, up to `loading_ahead_bytes`, even past the budget. A
 /// workload that returns to earlier peaks (training steps, generation rounds) then reuses its
 /// pages without driver calls, and peak committed stays within the slack of peak live (plus the pages partly
