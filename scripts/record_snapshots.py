@@ -3765,6 +3765,31 @@ def lraspp_segment_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def answer_spans(torch, model, vocab_size, batches, ordered):
+    """Records from before `model` (an extractive question-answering model built on the CPU by the caller, passed as
+    its only reference so that it is freed here) moves to the GPU in fp16, then answers each (questions, tokens)
+    batch of random ids padded on the right: the best span from the start and end logits (with `ordered`, spans
+    that end before they start are masked out first). Returns the batches and a checksum of the spans."""
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for questions, tokens in batches:
+            ids = torch.randint(1000, vocab_size, (questions, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (questions, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            out = model(input_ids=ids * mask, attention_mask=mask)
+            scores = out.start_logits[:, :, None] + out.end_logits[:, None, :]
+            if ordered:
+                scores = scores.masked_fill(~torch.ones(tokens, tokens, dtype=torch.bool, device="cuda").triu(), -1e4)
+            best = scores.flatten(1).argmax(1)
+            checksum += int(best.sum().item())
+            del ids, lengths, mask, out, scores, best
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
 def distilbert_qa_infer(torch):
     """Extractive question answering with a DistilBERT-sized encoder through transformers
     (`DistilBertForQuestionAnswering(DistilBertConfig())`: 6 layers, 768 wide, 12 heads, 30k vocabulary), fp16,
@@ -3774,26 +3799,9 @@ def distilbert_qa_infer(torch):
 
     torch.manual_seed(0)
     config = DistilBertConfig()
-    model = DistilBertForQuestionAnswering(config).eval()
     batches = [(4, 384), (1, 512), (16, 256), (32, 128), (8, 384), (2, 512), (24, 192), (12, 320), (32, 96),
                (6, 448), (16, 384), (1, 128)]
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0
-    with torch.inference_mode():
-        for questions, tokens in batches:
-            ids = torch.randint(1000, config.vocab_size, (questions, tokens), device="cuda", generator=gen)
-            lengths = torch.randint(tokens // 2, tokens + 1, (questions, 1), device="cuda", generator=gen)
-            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
-            out = model(input_ids=ids * mask, attention_mask=mask)
-            scores = out.start_logits[:, :, None] + out.end_logits[:, None, :]
-            scores = scores.masked_fill(~torch.ones(tokens, tokens, dtype=torch.bool, device="cuda").triu(), -1e4)
-            best = scores.flatten(1).argmax(1)
-            checksum += int(best.sum().item())
-            del ids, lengths, mask, out, scores, best
-    del model
-    return {"batches": batches, "checksum": checksum}
+    return answer_spans(torch, DistilBertForQuestionAnswering(config).eval(), config.vocab_size, batches, ordered=True)
 
 
 def small_decoder_sample_generate(torch):
@@ -5091,16 +5099,22 @@ def mnasnet_half_infer(torch):
     return {"checksum": checksum}
 
 
+def infer_converted(torch, build, shapes):
+    """A classifier built by `build` on the CPU (after seeding), moved to the GPU in fp32 and converted there
+    (`.cuda().half()`), run by `infer_images` over `shapes`."""
+    torch.manual_seed(0)
+    checksum = infer_images(torch, build(), shapes, lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
 def googlenet_half_infer(torch):
     """torchvision GoogLeNet (inception blocks, BatchNorm, no auxiliary heads) moved to the GPU in fp32 and converted
     there (`.cuda().half()`), 8 (batch, image side) shapes from (1, 224) to (48, 224), each twice: a small heap."""
     import torchvision
 
-    torch.manual_seed(0)
-    shapes = [(8, 224), (1, 224), (48, 224), (4, 288), (16, 224), (2, 320), (32, 192), (12, 256)]
-    model = torchvision.models.googlenet(num_classes=1000, aux_logits=False, init_weights=True)
-    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
-    return {"shapes": shapes, "checksum": checksum}
+    return infer_converted(torch,
+                           lambda: torchvision.models.googlenet(num_classes=1000, aux_logits=False, init_weights=True),
+                           [(8, 224), (1, 224), (48, 224), (4, 288), (16, 224), (2, 320), (32, 192), (12, 256)])
 
 
 def shufflenet_half_infer(torch):
@@ -5108,11 +5122,8 @@ def shufflenet_half_infer(torch):
     side) shapes from (2, 224) to (96, 224), each twice: the smallest model here, a heap of activations."""
     import torchvision
 
-    torch.manual_seed(0)
-    shapes = [(16, 224), (2, 224), (96, 224), (8, 320), (48, 192), (4, 384), (64, 160), (24, 256)]
-    model = torchvision.models.shufflenet_v2_x0_5(num_classes=1000)
-    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
-    return {"shapes": shapes, "checksum": checksum}
+    return infer_converted(torch, lambda: torchvision.models.shufflenet_v2_x0_5(num_classes=1000),
+                           [(16, 224), (2, 224), (96, 224), (8, 320), (48, 192), (4, 384), (64, 160), (24, 256)])
 
 
 def wide_resnet_half_infer(torch):
@@ -5120,11 +5131,8 @@ def wide_resnet_half_infer(torch):
     (`.cuda().half()`), 8 (batch, image side) shapes from (1, 224) to (32, 224), each twice."""
     import torchvision
 
-    torch.manual_seed(0)
-    shapes = [(4, 224), (1, 224), (32, 224), (8, 288), (16, 192), (2, 320), (24, 224), (12, 256)]
-    model = torchvision.models.wide_resnet50_2(num_classes=1000)
-    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
-    return {"shapes": shapes, "checksum": checksum}
+    return infer_converted(torch, lambda: torchvision.models.wide_resnet50_2(num_classes=1000),
+                           [(4, 224), (1, 224), (32, 224), (8, 288), (16, 192), (2, 320), (24, 224), (12, 256)])
 
 
 def resnext_half_infer(torch):
@@ -5132,11 +5140,8 @@ def resnext_half_infer(torch):
     (`.cuda().half()`), 8 (batch, image side) shapes from (1, 320) to (48, 192), each twice."""
     import torchvision
 
-    torch.manual_seed(0)
-    shapes = [(8, 224), (1, 320), (48, 192), (4, 256), (16, 224), (2, 288), (24, 224), (32, 160)]
-    model = torchvision.models.resnext50_32x4d(num_classes=1000)
-    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
-    return {"shapes": shapes, "checksum": checksum}
+    return infer_converted(torch, lambda: torchvision.models.resnext50_32x4d(num_classes=1000),
+                           [(8, 224), (1, 320), (48, 192), (4, 256), (16, 224), (2, 288), (24, 224), (32, 160)])
 
 
 def gpt_neo_small_generate(torch):
@@ -5174,25 +5179,9 @@ def bert_base_qa_infer(torch):
 
     torch.manual_seed(0)
     config = BertConfig()
-    model = BertForQuestionAnswering(config).eval()
     batches = [(8, 256), (1, 512), (32, 128), (4, 384), (16, 192), (2, 448), (24, 160), (12, 320), (6, 512),
                (32, 96)]
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0
-    with torch.inference_mode():
-        for questions, tokens in batches:
-            ids = torch.randint(1000, config.vocab_size, (questions, tokens), device="cuda", generator=gen)
-            lengths = torch.randint(tokens // 2, tokens + 1, (questions, 1), device="cuda", generator=gen)
-            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
-            out = model(input_ids=ids * mask, attention_mask=mask)
-            scores = out.start_logits[:, :, None] + out.end_logits[:, None, :]
-            best = scores.flatten(1).argmax(1)
-            checksum += int(best.sum().item())
-            del ids, lengths, mask, out, scores, best
-    del model
-    return {"checksum": checksum}
+    return answer_spans(torch, BertForQuestionAnswering(config).eval(), config.vocab_size, batches, ordered=False)
 
 
 def lstm_lm_sample_small(torch):
