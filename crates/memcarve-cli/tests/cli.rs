@@ -29,6 +29,20 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Replays `trace` under the default policy and under `settings`, written to `config`: the two JSON rows, the
+/// default's first.
+fn default_and_config(
+    config: &std::path::Path,
+    settings: &str,
+    trace: PathBuf,
+) -> (serde_json::Value, serde_json::Value) {
+    std::fs::write(config, settings).unwrap();
+    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
+    let (_, rows) = replay_json_at(args, &[trace]);
+    let row = |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap().clone();
+    (row("vmm"), row("config"))
+}
+
 /// `memcarve replay ARGS --json FILE TRACES...`, which must succeed: its stdout and the JSON rows.
 fn replay_json(args: &[&str], traces: &[&str]) -> (String, Vec<serde_json::Value>) {
     let paths: Vec<PathBuf> = traces.iter().map(|name| trace(name)).collect();
@@ -247,14 +261,8 @@ fn config_file_becomes_a_policy() {
     // spare commits less ahead (330 MiB), and so does the spare's end at 0 times the peak (a heap that is never
     // young maps no spare ahead: 330 MiB too).
     let committed = |settings: &str| {
-        std::fs::write(
-            &config,
-            format!("[virtual_heap]\nspare_ahead_below_bytes = {}\n{settings}\n", u64::MAX),
-        )
-        .unwrap();
-        let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
-        let (_, rows) = replay_json_at(args, &[trace("tiny_expandable_segments.pickle")]);
-        let row = rows.iter().find(|row| row["policy"] == "config").unwrap();
+        let settings = format!("[virtual_heap]\nspare_ahead_below_bytes = {}\n{settings}\n", u64::MAX);
+        let (_, row) = default_and_config(&config, &settings, trace("tiny_expandable_segments.pickle"));
         row["peak_committed_bytes"].as_u64().unwrap()
     };
     let spare_ahead = committed("");
@@ -267,22 +275,16 @@ fn config_file_becomes_a_policy() {
     // (docs/BENCHMARKS.md, "Twenty-first session").
     let settings =
         format!("[virtual_heap]\nspare_until_allocated = inf\nspare_ahead_below_bytes = {}\n", u64::MAX);
-    std::fs::write(&config, settings).unwrap();
-    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
-    let (_, rows) = replay_json_at(args, &[trace("vocoder_infer.pickle.gz")]);
-    let overhead =
-        |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap()["overhead"].as_f64().unwrap();
-    assert!(overhead("config") > 1.08 && overhead("vmm") < 1.05, "{rows:?}");
+    let (default, spare) = default_and_config(&config, &settings, trace("vocoder_infer.pickle.gz"));
+    let overhead = |row: &serde_json::Value| row["overhead"].as_f64().unwrap();
+    assert!(overhead(&spare) > 1.08 && overhead(&default) < 1.05, "{default} {spare}");
 
     // `loading_ahead_bytes = 0` maps nothing ahead past the budget while a model loads: ensemble_infer maps
     // ViT-B/16's weights three tensors a layer again, 68 operations against the default's 43 (limit 49).
-    std::fs::write(&config, "[virtual_heap]\nloading_ahead_bytes = 0\n").unwrap();
-    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
-    let (_, rows) = replay_json_at(args, &[trace("ensemble_infer.pickle.gz")]);
-    let ops = |policy: &str| {
-        rows.iter().find(|row| row["policy"] == policy).unwrap()["driver_ops"].as_u64().unwrap()
-    };
-    assert!(ops("config") > 49 && ops("vmm") <= 49, "{rows:?}");
+    let settings = "[virtual_heap]\nloading_ahead_bytes = 0\n";
+    let (default, off) = default_and_config(&config, settings, trace("ensemble_infer.pickle.gz"));
+    let ops = |row: &serde_json::Value| row["driver_ops"].as_u64().unwrap();
+    assert!(ops(&off) > 49 && ops(&default) <= 49, "{default} {off}");
 
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [
@@ -503,14 +505,12 @@ fn replay_json_splits_the_peak_committed_bytes() {
             assert!(partly_used > 6 << 20 && partly_used < 7 << 20, "{row}");
         }
     }
-    let config = temp("spare-ahead.toml");
-    std::fs::write(&config, format!("[virtual_heap]\nspare_ahead_below_bytes = {}\n", u64::MAX)).unwrap();
-    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
-    let (_, rows) = replay_json_at(args, &[trace("mnasnet_half_infer.pickle.gz")]);
-    let row = |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap();
-    assert_eq!(row("config")["at_peak_empty_bytes"], 8 << 20, "{rows:?}");
-    assert!(row("config")["overhead"].as_f64().unwrap() > 1.10, "{rows:?}");
-    assert!(row("vmm")["overhead"].as_f64().unwrap() <= 1.05, "{rows:?}");
+    let settings = format!("[virtual_heap]\nspare_ahead_below_bytes = {}\n", u64::MAX);
+    let (default, before) =
+        default_and_config(&temp("spare-ahead.toml"), &settings, trace("mnasnet_half_infer.pickle.gz"));
+    assert_eq!(before["at_peak_empty_bytes"], 8 << 20, "{before}");
+    assert!(before["overhead"].as_f64().unwrap() > 1.10, "{before}");
+    assert!(default["overhead"].as_f64().unwrap() <= 1.05, "{default}");
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
@@ -572,12 +572,8 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
         eprintln!("skipped: {} not found", path.display());
         return;
     }
-    let config = temp("no-series.toml");
-    std::fs::write(&config, "[virtual_heap]\ngrowing_series = false\n").unwrap();
-    let args = ["--policy".as_ref(), "vmm".as_ref(), "--config".as_ref(), config.as_os_str()];
-    let (_, rows) = replay_json_at(args, &[path]);
-    let row = |policy: &str| rows.iter().find(|row| row["policy"] == policy).unwrap();
-    let (default, off) = (row("vmm"), row("config"));
+    let settings = "[virtual_heap]\ngrowing_series = false\n";
+    let (default, off) = &default_and_config(&temp("no-series.toml"), settings, path);
     let pytorch_ops = default["pytorch_segment_ops"].as_u64().unwrap();
     let ops = |row: &serde_json::Value| row["driver_ops"].as_u64().unwrap();
     assert!(default["overhead"].as_f64().unwrap() <= 1.05, "{default}");
