@@ -102,6 +102,12 @@ impl<T> VirtualBlock<T> {
         Ok(VirtualBlock { tlsf, owner: next_owner_tag(), user_data })
     }
 
+    /// Whether `handle` was made by this block (live or not): for callers that keep several blocks and must
+    /// send each handle to the one that made it.
+    pub fn owns(&self, handle: &Handle) -> bool {
+        handle.owner() == self.owner
+    }
+
     /// The current capacity.
     pub fn capacity(&self) -> u64 {
         self.tlsf.capacity()
@@ -517,7 +523,9 @@ mod tests {
         // b has the same slot layout but a different owner.
         let from_b = b.allocate(64, 1, Buffer).unwrap();
         assert_eq!(b.free(Handle::from_raw(raw)), Err(Error::ForeignHandle));
+        assert!(a.owns(&from_a.handle) && !b.owns(&from_a.handle) && b.owns(&from_b.handle));
         assert_eq!(a.free(from_a), Ok(None));
+        assert!(a.owns(&Handle::from_raw(raw)), "a freed handle is still the block's own");
         assert_eq!(a.free(Handle::from_raw(raw)), Err(Error::StaleHandle), "double free");
         assert_eq!(a.get(&Handle::from_raw(raw)).map(|i| i.offset), Err(Error::StaleHandle));
         assert_eq!(a.free(Handle::from_raw(u64::MAX)), Err(Error::ForeignHandle));

@@ -233,16 +233,21 @@ pub struct VirtualHeapConfig {
     /// copy a little larger than the one freed right after it) and places their members to suit (see
     /// [`VirtualHeapConfig::with_growing_series`]).
     pub growing_series: bool,
+    /// Requests below this many bytes are placed apart, at the low end of the address range (0: nowhere apart;
+    /// see [`VirtualHeapConfig::with_small_below`]).
+    pub small_below_bytes: u64,
 }
 
 impl Default for VirtualHeapConfig {
-    /// The heap size reserved, 512-byte granularity (as PyTorch rounds), and the default [`PeakSlack`].
+    /// The heap size reserved, 512-byte granularity (as PyTorch rounds), the default [`PeakSlack`], and requests
+    /// below 64 KiB apart.
     fn default() -> VirtualHeapConfig {
         VirtualHeapConfig {
             reserve_size: None,
             min_granularity: 512,
             release: Arc::new(PeakSlack::default()),
             growing_series: true,
+            small_below_bytes: 64 << 10,
         }
     }
 }
@@ -281,6 +286,20 @@ impl VirtualHeapConfig {
         self.growing_series = on;
         self
     }
+
+    /// Places requests below `bytes` apart from the others (0: none), in a region of up to
+    /// [`VirtualHeapConfig::SMALL_REGION_BYTES`] at the low end of the address range, while it has room. Small
+    /// tensors often live long (a normalisation layer's counters and biases) among large ones that do not (the
+    /// weights a model converts to half precision, freeing the originals): mixed in, each pins a page that is
+    /// otherwise empty. Apart, they share a few pages of their own. Pages for them are mapped one run at a time,
+    /// with nothing mapped ahead.
+    pub fn with_small_below(mut self, bytes: u64) -> VirtualHeapConfig {
+        self.small_below_bytes = bytes;
+        self
+    }
+
+    /// Address space of the region for small requests, at most (and at most a quarter of the reservation).
+    pub const SMALL_REGION_BYTES: u64 = 1 << 30;
 }
 
 /// A change of the heap's committed pages, for traces and placement logs.
@@ -1216,6 +1235,41 @@ fn highest_unready_by_runs(
     }
 }
 
+/// The region at the low end of a heap's address range where small requests go
+/// ([`VirtualHeapConfig::with_small_below`]). Its pages are the heap's like any others; only the ranges are its own.
+#[derive(Debug)]
+struct SmallRegion {
+    ranges: VirtualBlock<Box<AllocationMeta>>,
+    /// The heap's range that holds the region's addresses, from its start: never freed.
+    carrier: u64,
+    /// Requests below this many bytes go here while it has room.
+    below: u64,
+}
+
+impl SmallRegion {
+    /// A region of up to [`VirtualHeapConfig::SMALL_REGION_BYTES`] (at most a quarter of `capacity`, in whole
+    /// pages) taken from the start of the fresh `ranges`; None when the config wants none or no page fits.
+    fn new(
+        ranges: &mut VirtualBlock<Box<AllocationMeta>>,
+        capacity: u64,
+        page_size: u64,
+        config: &VirtualHeapConfig,
+    ) -> Option<SmallRegion> {
+        let size = (VirtualHeapConfig::SMALL_REGION_BYTES.min(capacity / 4) / page_size) * page_size;
+        if config.small_below_bytes == 0 || size == 0 {
+            return None;
+        }
+        let own = VirtualBlock::with_config(
+            VirtualBlockConfig::new(size).with_min_granularity(config.min_granularity),
+        )
+        .ok()?;
+        let carrier = ranges.allocate(size, page_size, ResourceClass::Unknown).ok()?;
+        // A fresh block places its first range at its start.
+        debug_assert_eq!(carrier.offset, 0);
+        Some(SmallRegion { ranges: own, carrier: carrier.handle.to_raw(), below: config.small_below_bytes })
+    }
+}
+
 /// One memory type's virtual heap. Not thread-safe by itself; the allocator wraps it in a lock.
 pub(crate) struct VirtualHeap<V: VirtualMemory> {
     reservation: Option<V::Reservation>,
@@ -1258,6 +1312,8 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     /// A mapping raised the peak committed bytes since the last allocation was placed: the allocation being
     /// placed records what the peak holds ([`VirtualHeapStats::live_bytes_at_peak`]).
     peak_raised: bool,
+    /// Where small requests go, when they go apart.
+    small: Option<SmallRegion>,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -1290,10 +1346,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             .ok()
             .filter(|&pages| pages < NIL as usize)
             .ok_or(DeviceError::Unsupported("reservation too large"))?;
-        let ranges = VirtualBlock::with_config(
+        let mut ranges = VirtualBlock::with_config(
             VirtualBlockConfig::new(size).with_min_granularity(config.min_granularity),
         )
         .map_err(|_| DeviceError::Unsupported("invalid virtual heap granularity"))?;
+        let small = SmallRegion::new(&mut ranges, size, page_size, config);
         // SAFETY: (1) `memory_type` is valid and the caller obtained `page_size` from `vm.granularity(memory_type)`,
         // which therefore returned Some.
         let reservation = unsafe { vm.reserve(memory_type, size)? };
@@ -1325,6 +1382,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             map_ids: Vec::with_capacity(FIRST_PAGES),
             run_allocations: 0,
             peak_raised: false,
+            small,
         })
     }
 
@@ -1354,12 +1412,29 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Attaches tracking data to a live allocation.
     pub fn set_meta(&mut self, handle: &Handle, meta: Box<AllocationMeta>) {
-        let _ = self.ranges.set_user_data(handle, meta);
+        let _ = self.ranges_of(handle).set_user_data(handle, meta);
+    }
+
+    /// The ranges that made `handle`: the small region's or the heap's.
+    fn ranges_of(&mut self, handle: &Handle) -> &mut VirtualBlock<Box<AllocationMeta>> {
+        match self.small.as_mut() {
+            Some(small) if small.ranges.owns(handle) => &mut small.ranges,
+            _ => &mut self.ranges,
+        }
+    }
+
+    /// Every live allocation's range (the small region's carrier is not one).
+    fn live_ranges(
+        &self,
+    ) -> impl Iterator<Item = memcarve_core::AllocationInfo<'_, Box<AllocationMeta>>> + '_ {
+        let carrier = self.small.as_ref().map(|small| small.carrier);
+        let small = self.small.as_ref().into_iter().flat_map(|small| small.ranges.iter());
+        self.ranges.iter().filter(move |info| Some(info.raw_handle) != carrier).chain(small)
     }
 
     /// Every live allocation, for leak reports.
     pub fn leaks(&self, memory_type: u32, out: &mut Vec<Leak>) {
-        out.extend(self.ranges.iter().map(|info| {
+        out.extend(self.live_ranges().map(|info| {
             Leak::from_meta(info.user_data.map(|m| &**m), info.size, memory_type, ResourceClass::Unknown)
         }));
     }
@@ -1429,11 +1504,12 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let page_size = self.page_size();
         let series_range = self.series.as_ref().and_then(|series| series.range(size, page_size));
         let range = series_range.unwrap_or(size);
-        // A member larger than the oldest live one (which it is about to replace) outgrows the holes the series
-        // leaves: the series moves, each member after the previous one on pages mapped ahead for it. Otherwise
-        // TLSF's good fit when its pages are ready; otherwise a free range on ready pages, which needs no driver
-        // call either (the three take the pages as they check them: see `claim`); otherwise a placement that
-        // needs one.
+        // A small request goes to the small region, while it has room (its pages taken if ready). A member larger
+        // than the oldest live one (which it is about to replace) outgrows the holes the series leaves: the series
+        // moves, each member after the previous one on pages mapped ahead for it. Otherwise TLSF's good fit when
+        // its pages are ready; otherwise a free range on ready pages, which needs no driver call either (the
+        // three take the pages as they check them: see `claim`); otherwise a placement that needs one.
+        let small = if series_range.is_none() { self.place_small(size, alignment) } else { None };
         let outgrowing = series_range.is_some()
             && self
                 .series
@@ -1442,13 +1518,17 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 .is_some_and(|&(_, oldest)| range > oldest);
         let at_cursor = if outgrowing { self.place_at_cursor(range, alignment) } else { None };
         let moving = at_cursor.is_some();
-        let (allocation, found_ready) = match at_cursor.or_else(|| self.place_in_good_fit(range, alignment)) {
-            Some(allocation) => (allocation, true),
-            None => match self.place_on_ready(range, alignment) {
+        let in_small = small.is_some();
+        let (allocation, found_ready) = match small {
+            Some(placed) => placed,
+            None => match at_cursor.or_else(|| self.place_in_good_fit(range, alignment)) {
                 Some(allocation) => (allocation, true),
-                None => match self.place_needing_one_call(vm, range, alignment) {
-                    Some(allocation) => (allocation, false),
-                    None => return Ok(None),
+                None => match self.place_on_ready(range, alignment) {
+                    Some(allocation) => (allocation, true),
+                    None => match self.place_needing_one_call(vm, range, alignment) {
+                        Some(allocation) => (allocation, false),
+                        None => return Ok(None),
+                    },
                 },
             },
         };
@@ -1457,15 +1537,17 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let mut taken = false;
             if self.unready(first, last) {
                 if !may_commit {
-                    let _ = self.ranges.free(allocation.handle);
+                    let _ = self.ranges_of(&allocation.handle).free(allocation.handle);
                     return Ok(None);
                 }
-                match self.make_ready(vm, first, last, size, series_range.is_some()) {
+                // Nothing is mapped ahead in the small region: only small requests would find it there.
+                let ahead = (!in_small).then_some(series_range.is_some());
+                match self.make_ready(vm, first, last, size, ahead) {
                     Ok(made) => taken = made,
                     Err(error) => {
                         // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages
                         // for the release policy (a peak they raised holds them empty).
-                        let _ = self.ranges.free(allocation.handle);
+                        let _ = self.ranges_of(&allocation.handle).free(allocation.handle);
                         self.note_peak();
                         self.release(vm);
                         return Err(error);
@@ -1537,6 +1619,17 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             series.cursor = None;
         }
         placed
+    }
+
+    /// A request below the small region's bound in the region's good fit, if the region has room: with whether
+    /// its pages were ready (then they are taken).
+    fn place_small(&mut self, size: u64, alignment: u64) -> Option<(memcarve_core::Allocation, bool)> {
+        let small = self.small.as_mut().filter(|small| size < small.below)?;
+        let allocation = small.ranges.allocate(size, alignment, ResourceClass::Unknown).ok()?;
+        let (first, last) = self.pages(allocation.offset, self.span(size));
+        let ready = last < self.mapped.len()
+            && claim(&self.mapped, &mut self.page_users, &self.joined, &mut self.phys, first, last).is_ok();
+        Some((allocation, ready))
     }
 
     /// TLSF's good fit, at its start or, where the start's pages are not ready, at its end, if the pages there
@@ -1772,9 +1865,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     /// Makes every page of `[first, last]` ready for a request of `size`: conflicting pages are unmapped (one
     /// call per run), and each run of unmapped pages is mapped in one call, onto free physical pages (in queue
-    /// order) and new ones. The last run also maps the unmapped pages after the request onto the
-    /// remaining free physical pages, and onto new ones as far as the release policy's commit-ahead allows, so
-    /// that the next requests find ready pages there, and for a member of a growing series (`member`) the
+    /// order) and new ones. With `ahead` (Some), the last run also maps the unmapped pages after the request onto
+    /// the remaining free physical pages, and onto new ones as far as the release policy's commit-ahead allows,
+    /// so that the next requests find ready pages there, and for a member of a growing series (Some(true)) the
     /// physical pages of the live members after those. Returns whether the pages of `[first, last]` are the
     /// request's now (their physical pages' user set), as they are once anything was mapped; false when every
     /// page was ready as it was and none was taken.
@@ -1784,7 +1877,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         first: usize,
         last: usize,
         size: u64,
-        member: bool,
+        ahead: Option<bool>,
     ) -> Result<bool, DeviceError> {
         // Pages at or above the mapped end are unmapped: only those below it are looked at.
         let looked = self.mapped_end.clamp(first, last + 1);
@@ -1825,7 +1918,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             let run_first = page;
             page += self.unmapped_from(page, last - page + 1);
-            let ahead = (page - 1 == last).then_some(member);
+            let ahead = ahead.filter(|_| page - 1 == last);
             if let Err(error) = self.map_run(vm, run_first, page - 1, ahead, size) {
                 result = Err((run_first, error));
                 break;
@@ -2176,7 +2269,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Frees an allocation; pages it leaves empty are given to the release policy.
     pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
         // The range's pages (a series member's range is larger than its size).
-        let range = self.ranges.free_range(handle)?;
+        if self.small.as_ref().is_some_and(|small| small.carrier == handle.to_raw()) {
+            // The small region's own range: never the caller's to free.
+            return Err(memcarve_core::Error::ForeignHandle);
+        }
+        let range = self.ranges_of(&handle).free_range(handle)?;
         self.run_allocations = 0;
         let (first, last) = self.pages(range.offset, self.span(range.size));
         self.phys.leave_range(&self.mapped, &mut self.page_users, &self.joined, first, last);
@@ -2290,8 +2387,15 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             Err(memcarve_core::Violation { what, offset: (page as u64) << self.page_shift })
         };
         self.ranges.check()?;
+        if let Some(small) = &self.small {
+            small.ranges.check()?;
+            let carrier = self.ranges.get(&Handle::from_raw(small.carrier));
+            if carrier.map(|info| (info.offset, info.size)) != Ok((0, small.ranges.capacity())) {
+                return fail("the small region's range is not held at the start", 0);
+            }
+        }
         let mut users = vec![0u32; self.page_users.len()];
-        for info in self.ranges.iter() {
+        for info in self.live_ranges() {
             let (first, last) = self.pages(info.offset, info.size);
             users[first..=last].iter_mut().for_each(|count| *count += 1);
         }
