@@ -37,9 +37,11 @@ gpt2_half_short_generate, two_llms_serving, vision_lazy_load_infer, bert_large_h
 clip_zero_shot_infer, t5_fp32_translate, dit_train, tts_autoregressive_infer, sam_prompt_infer,
 mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train, perceiver_train, mnasnet_half_infer,
 googlenet_half_infer, shufflenet_half_infer, wide_resnet_half_infer, resnext_half_infer, gpt_neo_small_generate,
-bloom_small_sample_generate, bert_base_qa_infer, lstm_lm_sample_small (see WORKLOADS). Prints one line per
-snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json
-(with the torch, CUDA and library versions and the GPU).
+bloom_small_sample_generate, bert_base_qa_infer, lstm_lm_sample_small, regnet_half_infer, vgg11_bn_half_infer,
+efficientnet_b1_half_infer, mobilenet_v3_train_small, distilroberta_infer, pythia_small_generate, t5_small_train,
+squeezenet_half_train_eval (see WORKLOADS). Prints one line per snapshot with its figures, computed as
+traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
+GPU).
 """
 
 import gc
@@ -5214,6 +5216,173 @@ def lstm_lm_sample_small(torch):
     return {"token_sum": token_sum}
 
 
+def regnet_half_infer(torch):
+    """torchvision RegNetY-800MF (grouped convolutions, squeeze-and-excitation, 6.4 M parameters) moved to the GPU in
+    fp32 and converted there (`.cuda().half()`), 8 (batch, image side) shapes from (1, 448) to (96, 224), each twice:
+    a small heap of activations."""
+    import torchvision
+
+    return infer_converted(torch, lambda: torchvision.models.regnet_y_800mf(weights=None, num_classes=1000),
+                           [(16, 224), (2, 224), (96, 224), (8, 320), (48, 192), (4, 384), (32, 256), (1, 448)])
+
+
+def vgg11_bn_half_infer(torch):
+    """torchvision VGG-11 with BatchNorm (133 M parameters, 103 M of them in the first classifier layer) moved to the
+    GPU in fp32 and converted there (`.cuda().half()`), 8 small (batch, image side) shapes from (1, 224) to
+    (16, 224), each twice: a heap whose peak comes while the weights are converted."""
+    import torchvision
+
+    return infer_converted(torch, lambda: torchvision.models.vgg11_bn(weights=None, num_classes=1000),
+                           [(8, 224), (1, 224), (16, 224), (4, 288), (8, 256), (2, 320), (12, 192), (6, 224)])
+
+
+def efficientnet_b1_half_infer(torch):
+    """torchvision EfficientNet-B1 (depthwise convolutions, squeeze-and-excitation, 7.8 M parameters) moved to the GPU
+    in fp32 and converted there (`.cuda().half()`), 8 (batch, image side) shapes from (1, 240) to (32, 240), each
+    twice: wide expanded activations in a small heap."""
+    import torchvision
+
+    return infer_converted(torch, lambda: torchvision.models.efficientnet_b1(weights=None, num_classes=1000),
+                           [(8, 240), (1, 240), (32, 240), (4, 320), (16, 256), (2, 384), (24, 224), (12, 288)])
+
+
+def mobilenet_v3_train_small(torch):
+    """torchvision MobileNetV3-Small (2.5 M parameters: depthwise convolutions, squeeze-and-excitation, hard-swish)
+    trained in fp32 (no autocast), SGD with momentum 0.9 and weight decay, 20 steps of 32 to 64 images of 224
+    pixels: a training heap of activations, the weights and their state small beside them."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v3_small(weights=None, num_classes=1000)
+    batches = [64, 64, 48, 64, 56, 64, 32, 64, 48, 64, 64, 56, 64, 40, 64, 48, 64, 64, 32, 64]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=4e-5)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def distilroberta_infer(torch):
+    """A DistilRoBERTa-sized encoder through transformers (`RobertaModel(RobertaConfig(...))`: 6 layers, 768 wide,
+    12 heads, 50k vocabulary) kept in fp32, under `torch.no_grad()`, 10 batches of (sequences, tokens) from (1, 512)
+    to (32, 256), padded on the right (token 1): fp32 weights of 330 MB and the activations of one layer at a
+    time."""
+    from transformers import RobertaConfig, RobertaModel
+
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=50265, hidden_size=768, num_hidden_layers=6, num_attention_heads=12,
+                           intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1)
+    model = RobertaModel(config).eval()
+    batches = [(8, 128), (1, 512), (32, 256), (4, 384), (16, 192), (2, 512), (24, 96), (12, 320), (6, 448),
+               (32, 64)]
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch, tokens in batches:
+            ids = torch.randint(3, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (batch, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
+            out = model(input_ids=ids * mask + (1 - mask), attention_mask=mask)  # padding is token 1
+            checksum += float(out.pooler_output.sum().item())
+            del ids, lengths, mask, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def pythia_small_generate(torch):
+    """A small Pythia-style decoder through transformers (`GPTNeoXForCausalLM(GPTNeoXConfig(...))`: 6 layers, 512
+    wide, 8 heads, partial rotary positions, parallel attention and MLP, untied 50k embeddings), fp16, greedy
+    `generate` for 4 batches of 4 prompts (batch, prompt, new tokens) from (4, 32, 48) to (4, 160, 40)."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(0)
+    config = GPTNeoXConfig(vocab_size=50304, hidden_size=512, num_hidden_layers=6, num_attention_heads=8,
+                           intermediate_size=2048, max_position_embeddings=2048)
+    rounds = [(4, 96, 48), (4, 32, 48), (4, 160, 40), (4, 64, 56)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPTNeoXForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def t5_small_train(torch):
+    """A T5-small-sized encoder-decoder (`T5ForConditionalGeneration(T5Config(...))`: 6 + 6 layers, 512 wide, 32k
+    vocabulary) trained with teacher forcing in fp32 (no autocast), AdamW, 10 steps of (batch, source tokens, target
+    tokens) (8, 128, 32), (6, 192, 48) and (4, 256, 64): most of the heap the weights, their gradients and AdamW's
+    two moments."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6,
+                      num_heads=8, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    model = T5ForConditionalGeneration(config)
+    steps = [(8, 128, 32), (4, 256, 64), (8, 128, 32), (6, 192, 48), (4, 256, 64), (8, 128, 32), (6, 192, 48),
+             (4, 256, 64), (8, 128, 32), (6, 192, 48)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, source, target in steps:
+        ids = torch.randint(2, config.vocab_size, (batch, source), device="cuda", generator=gen)
+        labels = torch.randint(2, config.vocab_size, (batch, target), device="cuda", generator=gen)
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, labels, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def squeezenet_half_train_eval(torch):
+    """torchvision SqueezeNet 1.1 trained in fp32 (SGD with momentum, 10 steps of 16 to 40 images of 224 pixels),
+    then its optimizer freed and the model converted in place to fp16 (`.half()`) and evaluated on 6 batches of 4
+    to 64 images: a training heap of activations followed by the converted model's small inference heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.squeezenet1_1(weights=None, num_classes=1000)
+    batches = [32, 16, 40, 24, 32, 40, 16, 24, 32, 40]
+    shapes = [(16, 224), (64, 224), (4, 288), (32, 192), (8, 256), (48, 224)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    del opt
+    model = model.half().eval()
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, side in shapes:
+            images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
+            checksum += image_score(model(images))
+            del images
+    del model
+    return {"batches": batches, "losses": losses, "shapes": shapes, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -5258,7 +5427,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      perceiver_train, mnasnet_half_infer, googlenet_half_infer,
                                      shufflenet_half_infer, wide_resnet_half_infer, resnext_half_infer,
                                      gpt_neo_small_generate, bloom_small_sample_generate, bert_base_qa_infer,
-                                     lstm_lm_sample_small)}
+                                     lstm_lm_sample_small, regnet_half_infer, vgg11_bn_half_infer,
+                                     efficientnet_b1_half_infer, mobilenet_v3_train_small, distilroberta_infer,
+                                     pythia_small_generate, t5_small_train, squeezenet_half_train_eval)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}

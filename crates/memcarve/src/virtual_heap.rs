@@ -1504,12 +1504,21 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let page_size = self.page_size();
         let series_range = self.series.as_ref().and_then(|series| series.range(size, page_size));
         let range = series_range.unwrap_or(size);
-        // A small request goes to the small region, while it has room (its pages taken if ready). A member larger
+        // A small request goes to the small region while it has room, its pages mapped there if need be (nothing
+        // ahead: only small requests would find it there); failing that, where the others go. A member larger
         // than the oldest live one (which it is about to replace) outgrows the holes the series leaves: the series
         // moves, each member after the previous one on pages mapped ahead for it. Otherwise TLSF's good fit when
         // its pages are ready; otherwise a free range on ready pages, which needs no driver call either (the
         // three take the pages as they check them: see `claim`); otherwise a placement that needs one.
-        let small = if series_range.is_none() { self.place_small(size, alignment) } else { None };
+        let small = match series_range.map_or_else(|| self.place_small(size, alignment), |_| None) {
+            Some((allocation, true)) => Some(allocation),
+            // Where the pages cannot be mapped (no commits allowed, or the driver refuses), the request may still
+            // fit on ready pages elsewhere.
+            Some((allocation, false)) => {
+                self.take_pages(vm, allocation, size, size, None, may_commit).ok().flatten()
+            }
+            None => None,
+        };
         let outgrowing = series_range.is_some()
             && self
                 .series
@@ -1518,9 +1527,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 .is_some_and(|&(_, oldest)| range > oldest);
         let at_cursor = if outgrowing { self.place_at_cursor(range, alignment) } else { None };
         let moving = at_cursor.is_some();
-        let in_small = small.is_some();
         let (allocation, found_ready) = match small {
-            Some(placed) => placed,
+            Some(allocation) => (allocation, true),
             None => match at_cursor.or_else(|| self.place_in_good_fit(range, alignment)) {
                 Some(allocation) => (allocation, true),
                 None => match self.place_on_ready(range, alignment) {
@@ -1532,37 +1540,15 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 },
             },
         };
-        if !found_ready {
-            let (first, last) = self.pages(allocation.offset, self.span(range));
-            let mut taken = false;
-            if self.unready(first, last) {
-                if !may_commit {
-                    let _ = self.ranges_of(&allocation.handle).free(allocation.handle);
-                    return Ok(None);
-                }
-                // Nothing is mapped ahead in the small region: only small requests would find it there.
-                let ahead = (!in_small).then_some(series_range.is_some());
-                match self.make_ready(vm, first, last, size, ahead) {
-                    Ok(made) => taken = made,
-                    Err(error) => {
-                        // Nothing is lost: the range goes back, and pages mapped on the way stay as free pages
-                        // for the release policy (a peak they raised holds them empty).
-                        let _ = self.ranges_of(&allocation.handle).free(allocation.handle);
-                        self.note_peak();
-                        self.release(vm);
-                        return Err(error);
-                    }
-                }
+        let allocation = if found_ready {
+            allocation
+        } else {
+            let ahead = Some(series_range.is_some());
+            match self.take_pages(vm, allocation, range, size, ahead, may_commit)? {
+                Some(allocation) => allocation,
+                None => return Ok(None),
             }
-            if taken {
-                // Their physical pages are theirs already: only the users are counted.
-                self.page_users[first..=last].iter_mut().for_each(|users| *users += 1);
-            } else {
-                let claimed =
-                    claim(&self.mapped, &mut self.page_users, &self.joined, &mut self.phys, first, last);
-                debug_assert!(claimed.is_ok(), "every page was found ready");
-            }
-        }
+        };
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
@@ -1578,6 +1564,48 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
         }
         Ok(Some(VirtualPlacement { handle: allocation.handle, offset: allocation.offset }))
+    }
+
+    /// Takes the pages of `allocation` (a range of `range` bytes for a request of `size`), placed where they were
+    /// not all found ready: maps what they lack (`ahead` as for [`VirtualHeap::make_ready`]). `Ok(None)` when
+    /// that needs a driver call and `may_commit` is false. The range goes back if it is not placed; after an
+    /// error nothing else is lost either: pages mapped on the way stay as free pages for the release policy (a
+    /// peak they raised holds them empty).
+    fn take_pages(
+        &mut self,
+        vm: &V,
+        allocation: memcarve_core::Allocation,
+        range: u64,
+        size: u64,
+        ahead: Option<bool>,
+        may_commit: bool,
+    ) -> Result<Option<memcarve_core::Allocation>, DeviceError> {
+        let (first, last) = self.pages(allocation.offset, self.span(range));
+        let mut taken = false;
+        if self.unready(first, last) {
+            if !may_commit {
+                let _ = self.ranges_of(&allocation.handle).free(allocation.handle);
+                return Ok(None);
+            }
+            match self.make_ready(vm, first, last, size, ahead) {
+                Ok(made) => taken = made,
+                Err(error) => {
+                    let _ = self.ranges_of(&allocation.handle).free(allocation.handle);
+                    self.note_peak();
+                    self.release(vm);
+                    return Err(error);
+                }
+            }
+        }
+        if taken {
+            // Their physical pages are theirs already: only the users are counted.
+            self.page_users[first..=last].iter_mut().for_each(|users| *users += 1);
+        } else {
+            let claimed =
+                claim(&self.mapped, &mut self.page_users, &self.joined, &mut self.phys, first, last);
+            debug_assert!(claimed.is_ok(), "every page was found ready");
+        }
+        Ok(Some(allocation))
     }
 
     /// After a mapping raised the peak committed bytes: what the peak holds, once the allocation it was for is
@@ -2829,7 +2857,11 @@ mod tests {
         let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
         let page = device.granularity(memory_type).unwrap();
         let keep_all = RetainEmpty { bytes: 64 * page, live_fraction: 0.0 };
-        let config = VirtualHeapConfig::default().with_release(Arc::new(keep_all)).with_growing_series(false);
+        // Nothing apart: the heap's ranges start at 0.
+        let config = VirtualHeapConfig::default()
+            .with_release(Arc::new(keep_all))
+            .with_growing_series(false)
+            .with_small_below(0);
         let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
         let placed = heap.allocate(&device, 3 * page, 1, true).unwrap().unwrap();
         assert_eq!((placed.offset, heap.mapped_end), (0, 3), "three pages mapped, none ahead");
@@ -2839,7 +2871,7 @@ mod tests {
         heap.check().unwrap();
         let commits = device.counters().commit_attempts;
         device.set_faults(FaultInjection { fail_commit_at: Some(commits + 2), ..FaultInjection::default() });
-        assert!(heap.make_ready(&device, 0, 2, 3 * page, false).is_err());
+        assert!(heap.make_ready(&device, 0, 2, 3 * page, Some(false)).is_err());
         assert_eq!(
             device.counters().commit_attempts,
             commits + 2,
@@ -2927,13 +2959,73 @@ mod tests {
     }
 
     #[test]
+    fn small_requests_go_apart_while_the_region_has_room_and_pages_to_take() {
+        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
+        let page = device.granularity(memory_type).unwrap();
+        let config = VirtualHeapConfig::default();
+        // 64 pages: the region is the first 16 (a quarter of the reservation).
+        let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
+        let region = 16 * page;
+        let alloc = |heap: &mut VirtualHeap<HostDevice>, size, may_commit| {
+            heap.allocate(&device, size, 1, may_commit).unwrap().unwrap()
+        };
+        let large = alloc(&mut heap, 3 * page / 2, true);
+        assert!(large.offset >= region, "a large request goes above the region: {:#x}", large.offset);
+        let mapped = device.counters().commits;
+        // No commits allowed: the region's page is not mapped yet, so the counter goes on the large request's
+        // pages instead, which are ready.
+        let counter = alloc(&mut heap, 8, false);
+        assert!(counter.offset >= region);
+        assert_eq!(device.counters().commits, mapped);
+        // Allowed: one mapping of the region's first page, nothing ahead of it.
+        let bias = alloc(&mut heap, 4096, true);
+        assert!(bias.offset < region);
+        assert_eq!(device.counters().commits, mapped + 1);
+        assert_eq!(heap.mapped[1], 0, "nothing mapped ahead in the region");
+        let at_bound = alloc(&mut heap, config.small_below_bytes, true);
+        assert!(at_bound.offset >= region, "the bound itself is not small");
+        heap.check().unwrap();
+        let mut leaks = Vec::new();
+        heap.leaks(memory_type, &mut leaks);
+        assert_eq!(leaks.len(), 4, "the region's own range is no allocation");
+        // The region's range is never the caller's to free.
+        let carrier = heap.small.as_ref().unwrap().carrier;
+        let refused = heap.free(&device, memcarve_core::Handle::from_raw(carrier), region);
+        assert_eq!(refused, Err(memcarve_core::Error::ForeignHandle));
+        heap.check().unwrap();
+        // A full region sends small requests to the main ranges.
+        let mut kept = Vec::new();
+        loop {
+            let placed = alloc(&mut heap, 60 << 10, true);
+            let apart = placed.offset < region;
+            kept.push(placed);
+            if !apart {
+                break;
+            }
+        }
+        assert!(kept.len() > 200, "{} requests of 60 KiB fill 32 MiB less one", kept.len());
+        heap.check().unwrap();
+        for placed in kept {
+            heap.free(&device, placed.handle, 60 << 10).unwrap();
+        }
+        for (placed, size) in [(large, 3 * page / 2), (counter, 8), (bias, 4096), (at_bound, 64 << 10)] {
+            heap.free(&device, placed.handle, size).unwrap();
+        }
+        heap.check().unwrap();
+        heap.trim(&device);
+        assert_eq!((heap.stats().committed_bytes, device.counters().committed_bytes), (0, 0));
+        heap.destroy(&device);
+    }
+
+    #[test]
     fn pages_taken_for_a_position_the_ranges_refuse_go_back() {
         // A series cursor between two 512-byte granules, on ready pages: the placement takes the pages there, TLSF
         // refuses the position (not a multiple of its granularity), and the pages must come back as they were.
         let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
         let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
         let page = device.granularity(memory_type).unwrap();
-        let config = VirtualHeapConfig::default();
+        let config = VirtualHeapConfig::default().with_small_below(0);
         let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
         let placed = heap.allocate(&device, 4 * page, 1, true).unwrap().unwrap();
         heap.free(&device, placed.handle, 4 * page).unwrap();

@@ -94,6 +94,8 @@ struct VirtualHeapFile {
     spare_ahead_below_bytes: Option<u64>,
     /// Whether growing replacement series (KV caches) are watched for and placed to suit.
     growing_series: Option<bool>,
+    /// Requests below this many bytes are placed apart from the others (0: none).
+    small_below_bytes: Option<u64>,
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -126,6 +128,9 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
         }
         if let Some(on) = heap.growing_series {
             heap_config = heap_config.with_growing_series(on);
+        }
+        if let Some(bytes) = heap.small_below_bytes {
+            heap_config = heap_config.with_small_below(bytes);
         }
         let release = release_policy(&heap).with_context(|| format!("{}: [virtual_heap]", path.display()))?;
         heap_config = heap_config.with_release(release);

@@ -673,3 +673,19 @@ fn twenty_third_session_later_recordings_match_an_independent_walk_and_the_recor
     check_recorded("bert_base_qa_infer.pickle.gz", (3_219, 307.3, 360.0, 1.171), 21, 2);
     check_recorded("lstm_lm_sample_small.pickle.gz", (18_773, 208.3, 304.0, 1.459), 9, 2);
 }
+
+/// Recorded in the twenty-fourth session (2026-12-03 06:33–06:35 UTC) to judge a rule fixed in writing before
+/// (requests below 64 KiB placed apart): RegNetY, VGG-11 with BatchNorm and EfficientNet-B1 converted by `.half()`
+/// on the GPU, MobileNetV3 trained, a DistilRoBERTa-sized encoder, a small GPT-NeoX decoder generating, T5-small
+/// trained, and SqueezeNet trained then converted and evaluated.
+#[test]
+fn twenty_fourth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("regnet_half_infer.pickle.gz", (5_751, 550.7, 824.0, 1.496), 21, 2);
+    check_recorded("vgg11_bn_half_infer.pickle.gz", (1_062, 685.3, 714.0, 1.042), 9, 2);
+    check_recorded("efficientnet_b1_half_infer.pickle.gz", (7_681, 241.3, 398.0, 1.649), 20, 2);
+    check_recorded("mobilenet_v3_train_small.pickle.gz", (14_703, 1_090.5, 1_354.0, 1.242), 70, 3);
+    check_recorded("distilroberta_infer.pickle.gz", (1_687, 612.5, 828.0, 1.352), 25, 2);
+    check_recorded("pythia_small_generate.pickle.gz", (46_280, 182.4, 198.0, 1.086), 18, 2);
+    check_recorded("t5_small_train.pickle.gz", (18_267, 1_403.3, 1_604.0, 1.143), 224, 2);
+    check_recorded("squeezenet_half_train_eval.pickle.gz", (2_977, 896.6, 1_464.0, 1.633), 43, 0);
+}
