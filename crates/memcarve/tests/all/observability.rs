@@ -113,7 +113,7 @@ fn virtual_heap_commits_appear_in_the_ring() {
     // The request's two pages, and what the default release policy commits ahead of it (half of that), from
     // the request's start (above the region kept for small requests).
     let offset = a.offset();
-    assert!(offset > 0 && offset % (2 << 20) == 0, "{offset}");
+    assert!(offset > 0 && offset.is_multiple_of(2 << 20), "{offset}");
     assert!(
         matches!(events[0].kind, EventKind::Committed { offset: o, size, .. } if o == offset && size == 6 << 20)
     );
