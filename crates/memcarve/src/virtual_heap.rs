@@ -1244,6 +1244,11 @@ struct SmallRegion {
     carrier: u64,
     /// Requests below this many bytes go here while it has room.
     below: u64,
+    /// The region's first page counts a user more than its allocations, from the first allocation on it until
+    /// the heap is trimmed: it stays the region's when every small request on it is freed, instead of becoming a
+    /// free page that a large request elsewhere takes (the next small request would then unmap it and map
+    /// another: two driver calls each time a heap's few small tensors come and go).
+    holds_first_page: bool,
 }
 
 impl SmallRegion {
@@ -1266,7 +1271,12 @@ impl SmallRegion {
         let carrier = ranges.allocate(size, page_size, ResourceClass::Unknown).ok()?;
         // A fresh block places its first range at its start.
         debug_assert_eq!(carrier.offset, 0);
-        Some(SmallRegion { ranges: own, carrier: carrier.handle.to_raw(), below: config.small_below_bytes })
+        Some(SmallRegion {
+            ranges: own,
+            carrier: carrier.handle.to_raw(),
+            below: config.small_below_bytes,
+            holds_first_page: false,
+        })
     }
 }
 
@@ -1549,6 +1559,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 None => return Ok(None),
             }
         };
+        if let Some(small) = self.small.as_mut()
+            && !small.holds_first_page
+            && allocation.offset < page_size
+        {
+            // On the region's first page (the main ranges start a region's length above it): held from now on.
+            small.holds_first_page = true;
+            self.page_users[0] += 1;
+        }
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
@@ -2372,6 +2390,14 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Gives back every free physical page; returns the bytes given back.
     pub fn trim(&mut self, vm: &V) -> u64 {
         let before = self.phys.alive;
+        // The small region's first page is let go when nothing on it is live.
+        if let Some(small) = self.small.as_mut()
+            && small.holds_first_page
+            && self.page_users[0] == 1
+        {
+            small.holds_first_page = false;
+            self.phys.leave_range(&self.mapped, &mut self.page_users, &self.joined, 0, 0);
+        }
         self.release_down_to(vm, 0);
         (before - self.phys.alive) << self.page_shift
     }
@@ -2426,6 +2452,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         for info in self.live_ranges() {
             let (first, last) = self.pages(info.offset, info.size);
             users[first..=last].iter_mut().for_each(|count| *count += 1);
+        }
+        if self.small.as_ref().is_some_and(|small| small.holds_first_page) {
+            users[0] += 1;
         }
         let ids = self.phys.ids.len();
         let mut mappings = vec![0u32; ids];
@@ -3015,6 +3044,38 @@ mod tests {
         heap.check().unwrap();
         heap.trim(&device);
         assert_eq!((heap.stats().committed_bytes, device.counters().committed_bytes), (0, 0));
+        heap.destroy(&device);
+    }
+
+    #[test]
+    fn the_small_regions_first_page_stays_mapped_until_the_heap_is_trimmed() {
+        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
+        let page = device.granularity(memory_type).unwrap();
+        let mut heap =
+            VirtualHeap::new(&device, memory_type, 64 * page, page, &VirtualHeapConfig::default()).unwrap();
+        // A large request whose pages ahead are free pages a small request could be given.
+        let large = heap.allocate(&device, 3 * page, 1, true).unwrap().unwrap();
+        let counter = heap.allocate(&device, 8, 1, true).unwrap().unwrap();
+        assert_eq!(counter.offset, 0);
+        heap.free(&device, counter.handle, 8).unwrap();
+        heap.check().unwrap();
+        // Nothing on it is live, yet its page is no free page: a large request mapping free pages elsewhere cannot
+        // take it, and the next small request finds it ready.
+        assert_eq!(heap.page_users[0], 1);
+        let large_too = heap.allocate(&device, 4 * page, 1, true).unwrap().unwrap();
+        let again = heap.allocate(&device, 8, 1, true).unwrap().unwrap();
+        assert_eq!(again.offset, 0);
+        assert_eq!(device.counters().decommits, 0, "the region's page was never unmapped");
+        heap.check().unwrap();
+        for (placed, size) in [(again, 8), (large, 3 * page), (large_too, 4 * page)] {
+            heap.free(&device, placed.handle, size).unwrap();
+        }
+        // Trimmed, it goes with the others.
+        heap.trim(&device);
+        heap.check().unwrap();
+        assert_eq!((heap.stats().committed_bytes, device.counters().committed_bytes), (0, 0));
+        assert_eq!(heap.page_users[0], 0);
         heap.destroy(&device);
     }
 
