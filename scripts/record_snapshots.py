@@ -39,7 +39,9 @@ mobilenet_v2_half_infer, vit_varres_infer, two_tower_retrieval_train, perceiver_
 googlenet_half_infer, shufflenet_half_infer, wide_resnet_half_infer, resnext_half_infer, gpt_neo_small_generate,
 bloom_small_sample_generate, bert_base_qa_infer, lstm_lm_sample_small, regnet_half_infer, vgg11_bn_half_infer,
 efficientnet_b1_half_infer, mobilenet_v3_train_small, distilroberta_infer, pythia_small_generate, t5_small_train,
-squeezenet_half_train_eval (see WORKLOADS). Prints one line per snapshot with its figures, computed as
+squeezenet_half_train_eval, resnet101_half_infer, mobilenet_v3_large_half_infer, convnext_tiny_train_small,
+electra_small_train, albert_base_infer, marian_small_generate, gpt2_small_train_bf16,
+resnet18_train_then_half_infer (see WORKLOADS). Prints one line per snapshot with its figures, computed as
 traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
 GPU).
 """
@@ -5246,6 +5248,22 @@ def efficientnet_b1_half_infer(torch):
                            [(8, 240), (1, 240), (32, 240), (4, 320), (16, 256), (2, 384), (24, 224), (12, 288)])
 
 
+def fp32_classifier_steps(torch, model, opt, batches, gen):
+    """Trains `model` (on the GPU, 1000 classes) in fp32, without autocast, one step of `opt` per batch size in
+    `batches` on random 224-pixel images and labels from `gen`. Returns the losses."""
+    losses = []
+    for batch in batches:
+        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+    return losses
+
+
 def mobilenet_v3_train_small(torch):
     """torchvision MobileNetV3-Small (2.5 M parameters: depthwise convolutions, squeeze-and-excitation, hard-swish)
     trained in fp32 (no autocast), SGD with momentum 0.9 and weight decay, 20 steps of 32 to 64 images of 224
@@ -5259,18 +5277,31 @@ def mobilenet_v3_train_small(torch):
     model = model.cuda().train()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=4e-5)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        loss = torch.nn.functional.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, loss
+    losses = fp32_classifier_steps(torch, model, opt, batches, gen)
     del model, opt
     return {"batches": batches, "losses": losses}
+
+
+def encode_padded_fp32(torch, model, batches, low, vocab_size, pad):
+    """Records from before `model` (an encoder with a pooler, built on the CPU by the caller, passed as its only
+    reference so that it is freed here) moves to the GPU in fp32, then runs it under `torch.no_grad()` once per
+    (sequences, tokens) batch of random ids in [low, vocab_size), each sequence padded on the right from a random
+    length of at least half the tokens: `pad(ids, mask)` gives the ids with the padding written in. Returns the
+    batches and a checksum of the pooled outputs."""
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch, tokens in batches:
+            ids = torch.randint(low, vocab_size, (batch, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (batch, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
+            out = model(input_ids=pad(ids, mask), attention_mask=mask)
+            checksum += float(out.pooler_output.sum().item())
+            del ids, lengths, mask, out
+    del model
+    return {"batches": batches, "checksum": checksum}
 
 
 def distilroberta_infer(torch):
@@ -5283,23 +5314,10 @@ def distilroberta_infer(torch):
     torch.manual_seed(0)
     config = RobertaConfig(vocab_size=50265, hidden_size=768, num_hidden_layers=6, num_attention_heads=12,
                            intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1)
-    model = RobertaModel(config).eval()
     batches = [(8, 128), (1, 512), (32, 256), (4, 384), (16, 192), (2, 512), (24, 96), (12, 320), (6, 448),
                (32, 64)]
-    start_recording(torch)
-    model = model.cuda()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0.0
-    with torch.no_grad():
-        for batch, tokens in batches:
-            ids = torch.randint(3, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
-            lengths = torch.randint(tokens // 2, tokens + 1, (batch, 1), device="cuda", generator=gen)
-            mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
-            out = model(input_ids=ids * mask + (1 - mask), attention_mask=mask)  # padding is token 1
-            checksum += float(out.pooler_output.sum().item())
-            del ids, lengths, mask, out
-    del model
-    return {"batches": batches, "checksum": checksum}
+    return encode_padded_fp32(torch, RobertaModel(config).eval(), batches, 3, config.vocab_size,
+                              lambda ids, mask: ids * mask + (1 - mask))  # padding is token 1
 
 
 def pythia_small_generate(torch):
@@ -5347,30 +5365,17 @@ def t5_small_train(torch):
     return {"steps": steps, "losses": losses}
 
 
-def squeezenet_half_train_eval(torch):
-    """torchvision SqueezeNet 1.1 trained in fp32 (SGD with momentum, 10 steps of 16 to 40 images of 224 pixels),
-    then its optimizer freed and the model converted in place to fp16 (`.half()`) and evaluated on 6 batches of 4
-    to 64 images: a training heap of activations followed by the converted model's small inference heap."""
-    import torchvision
-
-    torch.manual_seed(0)
-    model = torchvision.models.squeezenet1_1(weights=None, num_classes=1000)
-    batches = [32, 16, 40, 24, 32, 40, 16, 24, 32, 40]
-    shapes = [(16, 224), (64, 224), (4, 288), (32, 192), (8, 256), (48, 224)]
+def train_fp32_then_half_eval(torch, model, batches, make_optimizer, shapes):
+    """Records from before `model` (a 1000-class classifier built on the CPU by the caller, passed as its only
+    reference so that it is freed here) moves to the GPU, trains it through `fp32_classifier_steps` with the
+    optimizer from `make_optimizer`, frees the optimizer, converts the model in place to fp16 (`.half().eval()`) and
+    evaluates it in inference mode once per (batch, image side) in `shapes` on random fp16 images from the same
+    generator. Returns the batches, the losses, the shapes and a checksum of the evaluations."""
     start_recording(torch)
     model = model.cuda().train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    opt = make_optimizer(model.parameters())
     gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        loss = torch.nn.functional.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, loss
+    losses = fp32_classifier_steps(torch, model, opt, batches, gen)
     del opt
     model = model.half().eval()
     checksum = 0.0
@@ -5381,6 +5386,147 @@ def squeezenet_half_train_eval(torch):
             del images
     del model
     return {"batches": batches, "losses": losses, "shapes": shapes, "checksum": checksum}
+
+
+def squeezenet_half_train_eval(torch):
+    """torchvision SqueezeNet 1.1 trained in fp32 (SGD with momentum, 10 steps of 16 to 40 images of 224 pixels),
+    then its optimizer freed and the model converted in place to fp16 (`.half()`) and evaluated on 6 batches of 4
+    to 64 images: a training heap of activations followed by the converted model's small inference heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [32, 16, 40, 24, 32, 40, 16, 24, 32, 40]
+    shapes = [(16, 224), (64, 224), (4, 288), (32, 192), (8, 256), (48, 224)]
+    return train_fp32_then_half_eval(torch, torchvision.models.squeezenet1_1(weights=None, num_classes=1000), batches,
+                                     lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4),
+                                     shapes)
+
+
+def resnet101_half_infer(torch):
+    """torchvision ResNet-101 (44.5 M parameters, 33 bottleneck blocks) moved to the GPU in fp32 and converted there
+    (`.cuda().half()`), 8 (batch, image side) shapes from (1, 320) to (48, 192), each twice: a deep network whose
+    weights outweigh most of its activations."""
+    import torchvision
+
+    return infer_converted(torch, lambda: torchvision.models.resnet101(weights=None, num_classes=1000),
+                           [(8, 224), (1, 320), (32, 224), (4, 288), (16, 256), (2, 384), (48, 192), (12, 224)])
+
+
+def mobilenet_v3_large_half_infer(torch):
+    """torchvision MobileNetV3-Large (5.5 M parameters: depthwise convolutions, squeeze-and-excitation, hard-swish)
+    moved to the GPU in fp32 and converted there (`.cuda().half()`, no channels-last), 8 (batch, image side) shapes
+    from (2, 224) to (96, 224), each twice: a heap of wide expanded activations beside 11 MB of weights."""
+    import torchvision
+
+    return infer_converted(torch, lambda: torchvision.models.mobilenet_v3_large(weights=None, num_classes=1000),
+                           [(16, 224), (2, 224), (96, 224), (8, 320), (48, 256), (4, 384), (64, 192), (24, 288)])
+
+
+def convnext_tiny_train_small(torch):
+    """torchvision ConvNeXt-Tiny training (7 x 7 depthwise convolutions, LayerNorm, layer scale, stochastic depth),
+    100 classes, AdamW, fp16 autocast with GradScaler, 10 steps of 8 to 24 images of 160 or 192 pixels."""
+    import torchvision
+
+    torch.manual_seed(0)
+    steps = [(16, 160), (8, 192), (24, 160), (12, 192), (16, 192), (24, 160), (8, 160), (16, 192), (20, 160),
+             (12, 192)]  # batch, image side
+    losses = train_classifier(torch, torchvision.models.convnext_tiny(weights=None, num_classes=100),
+                              [(batch, 3, side, side) for batch, side in steps],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05), classes=100)
+    return {"steps": steps, "losses": losses}
+
+
+def electra_small_train(torch):
+    """An ELECTRA-small-sized discriminator through transformers (`ElectraForPreTraining(ElectraConfig(...))`: 128-wide
+    embeddings projected to 12 layers 256 wide, 4 heads, 1,024 feed-forward, 30k vocabulary) trained in fp32
+    (`train_bf16` with autocast turned off around the forward pass), AdamW, 12 steps of (batch, tokens) (16, 128),
+    (8, 256) and (4, 512) on random ids with random replaced-token labels (0 or 1 per token)."""
+    from transformers import ElectraConfig, ElectraForPreTraining
+
+    torch.manual_seed(0)
+    config = ElectraConfig(vocab_size=30522, embedding_size=128, hidden_size=256, num_hidden_layers=12,
+                           num_attention_heads=4, intermediate_size=1024, max_position_embeddings=512)
+    steps = [(16, 128), (8, 256), (4, 512)] * 4  # batch, tokens
+
+    def replaced_tokens(gen, step):
+        ids = torch.randint(5, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": ids, "labels": torch.randint(0, 2, step, device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, ElectraForPreTraining(config), steps, replaced_tokens,
+                        lambda params: torch.optim.AdamW(params, lr=5e-4),
+                        forward_context=lambda: torch.autocast("cuda", enabled=False))
+    return {"steps": steps, "losses": losses}
+
+
+def albert_base_infer(torch):
+    """An ALBERT-base-sized encoder through transformers (`AlbertModel(AlbertConfig(...))`: 128-wide embeddings
+    projected to 768, one set of layer weights shared by all 12 layers, 12 heads, 3,072 feed-forward, 30k
+    vocabulary) kept in fp32, under `torch.no_grad()`, 10 batches of (sequences, tokens) from (1, 512) to (32, 384),
+    padded on the right (token 0): 47 MB of weights and the activations of one layer at a time."""
+    from transformers import AlbertConfig, AlbertModel
+
+    torch.manual_seed(0)
+    config = AlbertConfig(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
+                          num_hidden_groups=1, inner_group_num=1, num_attention_heads=12, intermediate_size=3072,
+                          hidden_act="gelu_new", max_position_embeddings=512, type_vocab_size=2, pad_token_id=0)
+    batches = [(16, 256), (1, 512), (32, 384), (4, 448), (24, 128), (8, 512), (32, 192), (2, 320), (12, 384),
+               (16, 512)]
+    return encode_padded_fp32(torch, AlbertModel(config).eval(), batches, 5, config.vocab_size,
+                              lambda ids, mask: ids * mask)  # padding is token 0
+
+
+def marian_small_generate(torch):
+    """A small Marian-style translation model through transformers (`MarianMTModel(MarianConfig(...))`: 6 + 6
+    layers, 512 wide, 8 heads, 2,048 feed-forward, sinusoidal positions, a 32k vocabulary shared by the encoder, the
+    decoder and the output layer), bf16 (`generate_padded_rounds`), greedy `generate` for 4 rounds of (batch, input
+    length, new tokens) from (2, 512, 40) to (32, 64, 24), inputs with random padding."""
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(0)
+    config = MarianConfig(vocab_size=32000, d_model=512, encoder_layers=6, decoder_layers=6,
+                          encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+                          decoder_ffn_dim=2048, max_position_embeddings=512, pad_token_id=0, eos_token_id=1,
+                          decoder_start_token_id=0, forced_eos_token_id=None)
+    rounds = [(8, 256, 32), (2, 512, 40), (32, 64, 24), (4, 384, 32)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, MarianMTModel(config).eval(), rounds, config.vocab_size,
+                                               num_beams=1, do_sample=False)
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def gpt2_small_train_bf16(torch):
+    """A small GPT-2-style decoder through transformers (`GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=512,
+    n_head=8))`: 50k vocabulary, tied embedding) trained with bf16 autocast, AdamW, 10 steps of 1,024 tokens as
+    (batch, tokens) (8, 128), (4, 256), (2, 512) and (1, 1024), the labels the inputs: most of the heap the fp32
+    weights, their gradients and AdamW's moments, and the logits."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=6, n_embd=512, n_head=8)
+    steps = [(4, 256), (2, 512), (1, 1024), (8, 128), (4, 256), (1, 1024), (2, 512), (8, 128), (1, 1024),
+             (4, 256)]  # batch, tokens
+
+    def next_tokens(gen, step):
+        tokens = torch.randint(0, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": tokens, "labels": tokens}
+
+    losses = train_bf16(torch, GPT2LMHeadModel(config), steps, next_tokens,
+                        lambda params: torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1))
+    return {"steps": steps, "losses": losses}
+
+
+def resnet18_train_then_half_infer(torch):
+    """torchvision ResNet-18 trained in fp32 (SGD with momentum and weight decay, 8 steps of 16 to 40 images of 224
+    pixels), then its optimizer freed and the model converted in place to fp16 (`.half()`) and evaluated on 6
+    batches of 4 to 64 images: squeezenet_half_train_eval's sequence on a network of 11.7 M parameters, whose
+    fp32 training activations dwarf the converted model's inference heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [32, 16, 40, 24, 32, 40, 16, 24]
+    shapes = [(32, 224), (8, 288), (64, 192), (4, 320), (16, 256), (48, 224)]
+    return train_fp32_then_half_eval(torch, torchvision.models.resnet18(weights=None, num_classes=1000), batches,
+                                     lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=1e-4),
+                                     shapes)
 
 
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
@@ -5429,7 +5575,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      gpt_neo_small_generate, bloom_small_sample_generate, bert_base_qa_infer,
                                      lstm_lm_sample_small, regnet_half_infer, vgg11_bn_half_infer,
                                      efficientnet_b1_half_infer, mobilenet_v3_train_small, distilroberta_infer,
-                                     pythia_small_generate, t5_small_train, squeezenet_half_train_eval)}
+                                     pythia_small_generate, t5_small_train, squeezenet_half_train_eval,
+                                     resnet101_half_infer, mobilenet_v3_large_half_infer,
+                                     convnext_tiny_train_small, electra_small_train, albert_base_infer,
+                                     marian_small_generate, gpt2_small_train_bf16,
+                                     resnet18_train_then_half_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
