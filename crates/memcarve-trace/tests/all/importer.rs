@@ -689,3 +689,20 @@ fn twenty_fourth_session_recordings_match_an_independent_walk_and_the_recording_
     check_recorded("t5_small_train.pickle.gz", (18_267, 1_403.3, 1_604.0, 1.143), 224, 2);
     check_recorded("squeezenet_half_train_eval.pickle.gz", (2_977, 896.6, 1_464.0, 1.633), 43, 0);
 }
+
+/// Recorded later in the twenty-fourth session (2026-12-03 07:30–07:34 UTC) to judge a rule fixed in writing before
+/// (the small region's first page held): ResNet-101 and MobileNetV3-Large converted by `.half()` on the GPU,
+/// ConvNeXt-Tiny trained with fp16 autocast, ELECTRA-small pretrained in fp32, ALBERT-base inference, a small Marian
+/// translation model generating, a small GPT-2 trained with bf16 autocast, and ResNet-18 trained, then converted and
+/// evaluated.
+#[test]
+fn twenty_fourth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("resnet101_half_infer.pickle.gz", (8_800, 317.3, 598.0, 1.885), 41, 2);
+    check_recorded("mobilenet_v3_large_half_infer.pickle.gz", (4_604, 401.8, 614.0, 1.528), 19, 2);
+    check_recorded("convnext_tiny_train_small.pickle.gz", (12_838, 1_181.9, 1_358.0, 1.149), 73, 3);
+    check_recorded("electra_small_train.pickle.gz", (13_262, 633.9, 702.0, 1.108), 118, 3);
+    check_recorded("albert_base_infer.pickle.gz", (3_497, 736.4, 1_072.0, 1.456), 26, 2);
+    check_recorded("marian_small_generate.pickle.gz", (33_574, 206.3, 220.0, 1.066), 35, 2);
+    check_recorded("gpt2_small_train_bf16.pickle.gz", (7_515, 1_529.8, 1_696.0, 1.109), 59, 3);
+    check_recorded("resnet18_train_then_half_infer.pickle.gz", (3_599, 1_043.2, 2_038.0, 1.954), 51, 3);
+}
