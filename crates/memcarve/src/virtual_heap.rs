@@ -292,7 +292,9 @@ impl VirtualHeapConfig {
     /// tensors often live long (a normalisation layer's counters and biases) among large ones that do not (the
     /// weights a model converts to half precision, freeing the originals): mixed in, each pins a page that is
     /// otherwise empty. Apart, they share a few pages of their own. Pages for them are mapped one run at a time,
-    /// with nothing mapped ahead.
+    /// with nothing mapped ahead, and the region's first page is held from its first allocation until the heap is
+    /// trimmed (it counts as used, not empty, meanwhile), so that a few small tensors coming and going do not cost
+    /// an unmap and a map each time.
     pub fn with_small_below(mut self, bytes: u64) -> VirtualHeapConfig {
         self.small_below_bytes = bytes;
         self
