@@ -2565,6 +2565,14 @@ mod tests {
 
     const PAGE: u64 = 2 << 20;
 
+    /// A simulated discrete device, its first memory type with virtual memory, and that type's page size.
+    fn simulated() -> (HostDevice, u32, u64) {
+        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
+        let page = device.granularity(memory_type).unwrap();
+        (device, memory_type, page)
+    }
+
     /// A series that has seen enough replacements of `size` bytes growing by `step`.
     fn running(size: u64, step: u64) -> GrowthSeries {
         GrowthSeries { step, size, streak: GrowthSeries::MIN_STREAK, ..GrowthSeries::default() }
@@ -2884,9 +2892,7 @@ mod tests {
     fn a_mapping_that_fails_after_another_gives_back_every_page_it_took() {
         // Pages 0 and 2 unmapped, page 1 mapped to a free physical page: making pages 0..=2 ready maps two runs,
         // and the second mapping fails. The first run's new physical page must not stay taken by nobody.
-        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
-        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
-        let page = device.granularity(memory_type).unwrap();
+        let (device, memory_type, page) = simulated();
         let keep_all = RetainEmpty { bytes: 64 * page, live_fraction: 0.0 };
         // Nothing apart: the heap's ranges start at 0.
         let config = VirtualHeapConfig::default()
@@ -2925,9 +2931,7 @@ mod tests {
         let mut rng = SplitMix64(7);
         let mut next = move || rng.next_u64();
         for round in 0..400u64 {
-            let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
-            let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
-            let page = device.granularity(memory_type).unwrap();
+            let (device, memory_type, page) = simulated();
             let release: Arc<dyn ReleasePolicy> = match round % 4 {
                 0 => Arc::new(PeakSlack {
                     slack: 0.0,
@@ -2991,9 +2995,7 @@ mod tests {
 
     #[test]
     fn small_requests_go_apart_while_the_region_has_room_and_pages_to_take() {
-        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
-        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
-        let page = device.granularity(memory_type).unwrap();
+        let (device, memory_type, page) = simulated();
         let config = VirtualHeapConfig::default();
         // 64 pages: the region is the first 16 (a quarter of the reservation).
         let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
@@ -3051,9 +3053,7 @@ mod tests {
 
     #[test]
     fn the_small_regions_first_page_stays_mapped_until_the_heap_is_trimmed() {
-        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
-        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
-        let page = device.granularity(memory_type).unwrap();
+        let (device, memory_type, page) = simulated();
         let mut heap =
             VirtualHeap::new(&device, memory_type, 64 * page, page, &VirtualHeapConfig::default()).unwrap();
         // A large request whose pages ahead are free pages a small request could be given.
@@ -3085,9 +3085,7 @@ mod tests {
     fn pages_taken_for_a_position_the_ranges_refuse_go_back() {
         // A series cursor between two 512-byte granules, on ready pages: the placement takes the pages there, TLSF
         // refuses the position (not a multiple of its granularity), and the pages must come back as they were.
-        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
-        let memory_type = (0..8).find(|&t| device.granularity(t).is_some()).unwrap();
-        let page = device.granularity(memory_type).unwrap();
+        let (device, memory_type, page) = simulated();
         let config = VirtualHeapConfig::default().with_small_below(0);
         let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
         let placed = heap.allocate(&device, 4 * page, 1, true).unwrap().unwrap();
