@@ -1522,7 +1522,8 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         // moves, each member after the previous one on pages mapped ahead for it. Otherwise TLSF's good fit when
         // its pages are ready; otherwise a free range on ready pages, which needs no driver call either (the
         // three take the pages as they check them: see `claim`); otherwise a placement that needs one.
-        let small = match series_range.map_or_else(|| self.place_small(size, alignment), |_| None) {
+        let small = if series_range.is_none() { self.place_small(size, alignment) } else { None };
+        let small = match small {
             Some((allocation, true)) => Some(allocation),
             // Where the pages cannot be mapped (no commits allowed, or the driver refuses), the request may still
             // fit on ready pages elsewhere.
@@ -1531,6 +1532,15 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             }
             None => None,
         };
+        if let Some(allocation) = &small
+            && allocation.offset < page_size
+            && let Some(region) = self.small.as_mut()
+            && !region.holds_first_page
+        {
+            // The region's first page: held from now on.
+            region.holds_first_page = true;
+            self.page_users[0] += 1;
+        }
         let outgrowing = series_range.is_some()
             && self
                 .series
@@ -1561,14 +1571,6 @@ impl<V: VirtualMemory> VirtualHeap<V> {
                 None => return Ok(None),
             }
         };
-        if let Some(small) = self.small.as_mut()
-            && !small.holds_first_page
-            && allocation.offset < page_size
-        {
-            // On the region's first page (the main ranges start a region's length above it): held from now on.
-            small.holds_first_page = true;
-            self.page_users[0] += 1;
-        }
         self.stats.live_bytes += size;
         self.stats.peak_live_bytes = self.stats.peak_live_bytes.max(self.stats.live_bytes);
         self.stats.allocations += 1;
