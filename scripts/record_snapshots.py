@@ -3938,16 +3938,7 @@ def kws_conv1d_train(torch):
     model = model.cuda().train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        clips = torch.randn(batch, 1, 16000, device="cuda", generator=gen)
-        labels = torch.randint(0, 35, (batch,), device="cuda", generator=gen)
-        loss = torch.nn.functional.cross_entropy(model(clips), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del clips, labels, loss
+    losses = fp32_classifier_steps(torch, model, opt, batches, gen, sample=(1, 16000), classes=35)
     del model, opt
     return {"batches": batches, "losses": losses}
 
@@ -5248,19 +5239,20 @@ def efficientnet_b1_half_infer(torch):
                            [(8, 240), (1, 240), (32, 240), (4, 320), (16, 256), (2, 384), (24, 224), (12, 288)])
 
 
-def fp32_classifier_steps(torch, model, opt, batches, gen):
-    """Trains `model` (on the GPU, 1000 classes) in fp32, without autocast, one step of `opt` per batch size in
-    `batches` on random 224-pixel images and labels from `gen`. Returns the losses."""
+def fp32_classifier_steps(torch, model, opt, batches, gen, sample=(3, 224, 224), classes=1000):
+    """Trains `model` (on the GPU, `classes` classes) in fp32, without autocast, one step of `opt` per batch size in
+    `batches` on random inputs of shape `sample` (224-pixel images by default) and labels from `gen`. Returns the
+    losses."""
     losses = []
     for batch in batches:
-        images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        inputs = torch.randn(batch, *sample, device="cuda", generator=gen)
+        labels = torch.randint(0, classes, (batch,), device="cuda", generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(inputs), labels)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
-        del images, labels, loss
+        del inputs, labels, loss
     return losses
 
 
