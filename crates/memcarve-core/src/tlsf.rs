@@ -411,7 +411,7 @@ impl Tlsf {
     /// Bytes of metadata held on the heap (slab and bins).
     pub fn metadata_bytes(&self) -> usize {
         self.nodes.capacity() * core::mem::size_of::<Node>()
-            + core::mem::size_of_val(&self.free.heads)
+            + core::mem::size_of_val(&*self.free.heads)
             + self.vacant.capacity() * 4
     }
 
@@ -1294,6 +1294,13 @@ mod tests {
         assert!(t.allocate(16, 16, OptimalImage).is_ok(), "space left on page 3 for an image");
         assert_eq!(t.allocate(16, 16, Buffer), Err(Error::OutOfMemory { size: 16, alignment: 16 }));
         t.check().unwrap();
+    }
+
+    #[test]
+    fn metadata_counts_the_bin_heads() {
+        // The heads (a u32 per bin) are boxed; the box's pointer alone would count 8 bytes.
+        let tlsf = Tlsf::new(1 << 20, 16, 1).unwrap();
+        assert!(tlsf.metadata_bytes() >= BIN_SLOTS * core::mem::size_of::<u32>());
     }
 
     #[test]

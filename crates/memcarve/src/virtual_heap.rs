@@ -300,8 +300,14 @@ impl VirtualHeapConfig {
         self
     }
 
-    /// Address space of the region for small requests, at most (and at most a quarter of the reservation).
-    pub const SMALL_REGION_BYTES: u64 = 1 << 30;
+    /// Address space of the region for small requests, at most (and at most a quarter of the reservation): 128
+    /// MiB. On the 173 H200 traces the region's highest address in use is 20 MiB (lm_2_7b_train), and a request
+    /// that finds it full goes to the other ranges. The heap's per-page books (and the host device's page table)
+    /// cover every address page up to the highest one mapped, so the region's size is paid for by every heap
+    /// whose other ranges are used at all: with 1 GiB, a fresh heap's first mappings grew them past 512 pages
+    /// (tiny_expandable_segments replayed at 3.6 M operations per second, at 4.1 with 128 MiB; placements of
+    /// all 173 traces unchanged but for the offset; docs/BENCHMARKS.md).
+    pub const SMALL_REGION_BYTES: u64 = 128 << 20;
 }
 
 /// A change of the heap's committed pages, for traces and placement logs.
