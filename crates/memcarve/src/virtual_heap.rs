@@ -162,7 +162,8 @@ impl PeakSlack {
     /// into its working set, not cycling through it.
     fn young(&self, state: &HeapState) -> bool {
         // Written so that an infinite factor times no peak yet (not a number) counts as young.
-        !(state.allocated_bytes as f64 > self.spare_until_allocated * state.peak_live_bytes as f64)
+        let old = state.allocated_bytes as f64 > self.spare_until_allocated * state.peak_live_bytes as f64;
+        !old
     }
 
     fn budget(&self, state: &HeapState) -> u64 {
