@@ -41,7 +41,9 @@ bloom_small_sample_generate, bert_base_qa_infer, lstm_lm_sample_small, regnet_ha
 efficientnet_b1_half_infer, mobilenet_v3_train_small, distilroberta_infer, pythia_small_generate, t5_small_train,
 squeezenet_half_train_eval, resnet101_half_infer, mobilenet_v3_large_half_infer, convnext_tiny_train_small,
 electra_small_train, albert_base_infer, marian_small_generate, gpt2_small_train_bf16,
-resnet18_train_then_half_infer (see WORKLOADS). Prints one line per snapshot with its figures, computed as
+resnet18_train_then_half_infer, efficientnet_v2s_half_infer, deberta_small_infer, llama_tiny_train_bf16,
+mobilenet_v3s_train_eval, blenderbot_small_beam_generate, wavenet_conv1d_train, gpt_bigcode_small_generate,
+resnet50_autocast_bf16_infer (see WORKLOADS). Prints one line per snapshot with its figures, computed as
 traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
 GPU).
 """
@@ -410,14 +412,14 @@ def t5_beam_generate(torch):
     return {"rounds": rounds, "num_beams": 4, "output_shapes": shapes, "token_sum": token_sum}
 
 
-def generate_padded_rounds(torch, model, rounds, vocab_size, **generate_args):
+def generate_padded_rounds(torch, model, rounds, vocab_size, dtype=None, **generate_args):
     """Records from before `model` (an encoder-decoder built on the CPU by the caller, passed as its only reference
-    so that it is freed here) moves to the GPU in bf16, then runs transformers' `generate` once per (batch, input
-    length, new tokens) round on random inputs of ids in [2, vocab_size), padded on the right (token 0) from a
-    random length of at least half the input length, exactly `new` tokens each. Returns the output shapes and a
-    checksum of the tokens."""
+    so that it is freed here) moves to the GPU in bf16 (in `dtype` if given), then runs transformers' `generate`
+    once per (batch, input length, new tokens) round on random inputs of ids in [2, vocab_size), padded on the right
+    (token 0) from a random length of at least half the input length, exactly `new` tokens each. Returns the output
+    shapes and a checksum of the tokens."""
     start_recording(torch)
-    model = model.to("cuda", torch.bfloat16)
+    model = model.to("cuda", dtype or torch.bfloat16)
     gen = torch.Generator(device="cuda").manual_seed(0)
     shapes, token_sum = [], 0
     with torch.inference_mode():
@@ -925,10 +927,13 @@ def efficientnet_train(torch):
     return {"batches": batches, "losses": losses}
 
 
-def infer_images(torch, model, shapes, move, score):
+def infer_images(torch, model, shapes, move, score, image_dtype=None, forward_context=None):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU through `move`, then runs it in inference mode twice over every (batch, image side) in
-    `shapes` on random fp16 images; `score` turns each output into a number. Returns their sum."""
+    `shapes` on random fp16 images (`image_dtype` if given); `score` turns each output into a number;
+    `forward_context()`, if given, is entered around each forward pass. Returns their sum."""
+    import contextlib
+
     start_recording(torch)
     model = move(model)
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -936,9 +941,12 @@ def infer_images(torch, model, shapes, move, score):
     with torch.inference_mode():
         for _ in range(2):
             for batch, side in shapes:
-                images = torch.randn(batch, 3, side, side, device="cuda", generator=gen, dtype=torch.float16)
-                checksum += score(model(images))
-                del images
+                images = torch.randn(batch, 3, side, side, device="cuda", generator=gen,
+                                     dtype=image_dtype or torch.float16)
+                with (forward_context or contextlib.nullcontext)():
+                    out = model(images)
+                checksum += score(out)
+                del out, images
     del model
     return checksum
 
@@ -5274,12 +5282,12 @@ def mobilenet_v3_train_small(torch):
     return {"batches": batches, "losses": losses}
 
 
-def encode_padded_fp32(torch, model, batches, low, vocab_size, pad):
+def encode_padded_fp32(torch, model, batches, low, vocab_size, pad, summary=None):
     """Records from before `model` (an encoder with a pooler, built on the CPU by the caller, passed as its only
     reference so that it is freed here) moves to the GPU in fp32, then runs it under `torch.no_grad()` once per
     (sequences, tokens) batch of random ids in [low, vocab_size), each sequence padded on the right from a random
     length of at least half the tokens: `pad(ids, mask)` gives the ids with the padding written in. Returns the
-    batches and a checksum of the pooled outputs."""
+    batches and a checksum of the pooled outputs (of the tensor `summary(out)` picks from each output, if given)."""
     start_recording(torch)
     model = model.cuda()
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -5290,7 +5298,7 @@ def encode_padded_fp32(torch, model, batches, low, vocab_size, pad):
             lengths = torch.randint(tokens // 2, tokens + 1, (batch, 1), device="cuda", generator=gen)
             mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
             out = model(input_ids=pad(ids, mask), attention_mask=mask)
-            checksum += float(out.pooler_output.sum().item())
+            checksum += float((summary(out) if summary else out.pooler_output).sum().item())
             del ids, lengths, mask, out
     del model
     return {"batches": batches, "checksum": checksum}
@@ -5521,6 +5529,166 @@ def resnet18_train_then_half_infer(torch):
                                      shapes)
 
 
+def efficientnet_v2s_half_infer(torch):
+    """torchvision EfficientNetV2-S (fused MBConv early stages, MBConv with squeeze-and-excitation later, 21.5 M
+    parameters) moved to the GPU in fp32 and converted there (`.cuda().half()`), 8 (batch, image side) shapes from
+    (1, 384) to (48, 256) and (2, 512), each twice: a small heap of wide early activations."""
+    import torchvision
+
+    return infer_converted(torch, lambda: torchvision.models.efficientnet_v2_s(weights=None, num_classes=1000),
+                           [(8, 384), (1, 384), (32, 300), (4, 480), (16, 320), (2, 512), (48, 256), (12, 384)])
+
+
+def deberta_small_infer(torch):
+    """Sequence classification with a DeBERTa-v3-xsmall-sized encoder through transformers
+    (`DebertaV2ForSequenceClassification(DebertaV2Config(...))`: 12 layers, 384 wide, 6 heads, 1,536 feed-forward,
+    disentangled attention over 256 relative-position buckets, a 128k vocabulary, 3 labels) kept in fp32, under
+    `torch.no_grad()` (`encode_padded_fp32`, the logits summed), 10 batches of (sequences, tokens) from (1, 512) to
+    (32, 384), padded on the right (token 0): content-to-position and position-to-content score matrices beside
+    the attention scores of one layer at a time."""
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    torch.manual_seed(0)
+    config = DebertaV2Config(vocab_size=128100, hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
+                             intermediate_size=1536, max_position_embeddings=512, type_vocab_size=0,
+                             relative_attention=True, position_buckets=256, max_relative_positions=-1,
+                             norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"],
+                             position_biased_input=False, pad_token_id=0, num_labels=3)
+    batches = [(8, 128), (1, 512), (16, 384), (4, 256), (32, 128), (2, 512), (12, 256), (16, 512), (24, 192),
+               (32, 384)]
+    return encode_padded_fp32(torch, DebertaV2ForSequenceClassification(config).eval(), batches, 4,
+                              config.vocab_size, lambda ids, mask: ids * mask,  # padding is token 0
+                              summary=lambda out: out.logits)
+
+
+def llama_tiny_train_bf16(torch):
+    """A tiny Llama-style decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 4 layers, 512 wide, 8
+    heads with 4 KV heads, 1,408 feed-forward, untied 32k embeddings, 45 M parameters) trained with bf16 autocast
+    (`train_bf16`), AdamW, 10 steps of 768 to 1,536 tokens as (batch, tokens) from (12, 64) to (1, 1536), the labels
+    the inputs: the fp32 weights, their gradients and AdamW's moments beside logits that change size every step."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
+                         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048)
+    steps = [(4, 256), (8, 128), (2, 512), (1, 1536), (6, 160), (3, 384), (12, 64), (2, 768), (1, 1024),
+             (4, 320)]  # batch, tokens
+
+    def next_tokens(gen, step):
+        tokens = torch.randint(3, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": tokens, "labels": tokens}
+
+    losses = train_bf16(torch, LlamaForCausalLM(config), steps, next_tokens,
+                        lambda params: torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1))
+    return {"steps": steps, "losses": losses}
+
+
+def mobilenet_v3s_train_eval(torch):
+    """torchvision MobileNetV3-Small (2.5 M parameters) trained in fp32 (no autocast) with RMSprop (momentum 0.9:
+    a square average and a momentum buffer per weight), 12 steps of 16 to 48 images of 224 pixels, then its
+    optimizer freed and the model converted in place to fp16 (`.half()`) and evaluated on 6 batches of 4 to 96
+    images (`train_fp32_then_half_eval`): a training heap of activations followed by a small inference heap."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [32, 48, 16, 40, 24, 48, 32, 16, 40, 48, 24, 32]
+    shapes = [(32, 224), (8, 288), (96, 192), (4, 320), (16, 256), (64, 224)]
+    return train_fp32_then_half_eval(torch, torchvision.models.mobilenet_v3_small(weights=None, num_classes=1000),
+                                     batches,
+                                     lambda params: torch.optim.RMSprop(params, lr=0.01, alpha=0.9, eps=0.0316,
+                                                                        momentum=0.9, weight_decay=1e-5),
+                                     shapes)
+
+
+def blenderbot_small_beam_generate(torch):
+    """A small BlenderbotSmall-style encoder-decoder through transformers
+    (`BlenderbotSmallForConditionalGeneration(BlenderbotSmallConfig(...))`: 4 + 4 layers, 512 wide, 16 heads, 2,048
+    feed-forward, learned positions, a 55k vocabulary shared by the encoder, the decoder and the output layer) kept
+    in fp32 (`generate_padded_rounds` with `dtype`), beam search with 4 beams for 4 rounds of (batch, input length,
+    new tokens) from (2, 512, 32) to (16, 64, 20), inputs with random padding."""
+    from transformers import BlenderbotSmallConfig, BlenderbotSmallForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = BlenderbotSmallConfig(vocab_size=54944, d_model=512, encoder_layers=4, decoder_layers=4,
+                                   encoder_attention_heads=16, decoder_attention_heads=16, encoder_ffn_dim=2048,
+                                   decoder_ffn_dim=2048, max_position_embeddings=512, pad_token_id=0, bos_token_id=1,
+                                   eos_token_id=2, decoder_start_token_id=1, forced_eos_token_id=None)
+    rounds = [(4, 256, 32), (8, 128, 24), (2, 512, 32), (16, 64, 20)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, BlenderbotSmallForConditionalGeneration(config).eval(), rounds,
+                                               config.vocab_size, dtype=torch.float32, num_beams=4, do_sample=False)
+    return {"rounds": rounds, "num_beams": 4, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def wavenet_conv1d_train(torch):
+    """A WaveNet-style autoregressive audio model in plain torch: raw waveforms through a causal front convolution
+    to 64 channels, 2 stacks of 10 dilated causal convolutions (kernel 2, dilations 1 to 512, gated tanh x sigmoid
+    units, 1 x 1 residual and 128-channel skip convolutions), a head predicting one of 256 mu-law levels for every
+    sample; trained through `train_classifier` (fp16 autocast with GradScaler, a label per time step), Adam, 10
+    steps of (clips, samples) from (16, 2048) to (1, 40000): activations of 20 layers whose length changes with the
+    step."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    channels, dilations = 64, [2 ** i for i in range(10)] * 2
+
+    class WaveNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.front = nn.Conv1d(1, channels, 2, padding=1)
+            self.filters = nn.ModuleList(nn.Conv1d(channels, 2 * channels, 2, dilation=d, padding=d)
+                                         for d in dilations)
+            self.residuals = nn.ModuleList(nn.Conv1d(channels, channels, 1) for _ in dilations)
+            self.skips = nn.ModuleList(nn.Conv1d(channels, 128, 1) for _ in dilations)
+            self.head = nn.Sequential(nn.ReLU(), nn.Conv1d(128, 256, 1), nn.ReLU(), nn.Conv1d(256, 256, 1))
+
+        def forward(self, audio):
+            length = audio.shape[-1]
+            x = self.front(audio)[..., :length]  # padded on both sides, the future cut off: causal
+            skip = 0
+            for conv, residual, to_skip in zip(self.filters, self.residuals, self.skips):
+                h = conv(x)[..., :length]
+                h = torch.tanh(h[:, :channels]) * torch.sigmoid(h[:, channels:])
+                skip = skip + to_skip(h)
+                x = x + residual(h)
+            return self.head(skip)
+
+    steps = [(16, 2048), (4, 12000), (8, 6000), (2, 20000), (6, 8000), (12, 3000), (3, 16000), (1, 40000),
+             (8, 4096), (4, 10000)]  # clips, samples
+    losses = train_classifier(torch, WaveNet(), [(clips, 1, samples) for clips, samples in steps],
+                              lambda params: torch.optim.Adam(params, lr=1e-3), classes=256, per_pixel=True)
+    return {"steps": steps, "losses": losses}
+
+
+def gpt_bigcode_small_generate(torch):
+    """A small StarCoder-style decoder through transformers (`GPTBigCodeForCausalLM(GPTBigCodeConfig(...))`: 6
+    layers, 512 wide, 8 query heads sharing one key and value head (multi-query attention, so a KV cache an eighth
+    of the usual), learned positions, tied 49k embeddings), fp16, greedy `generate` for 4 rounds (batch, prompt, new
+    tokens) from (1, 512, 64) to (16, 64, 32)."""
+    from transformers import GPTBigCodeConfig, GPTBigCodeForCausalLM
+
+    torch.manual_seed(0)
+    config = GPTBigCodeConfig(vocab_size=49152, n_positions=2048, n_embd=512, n_layer=6, n_head=8, multi_query=True,
+                              bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    rounds = [(4, 128, 48), (1, 512, 64), (16, 64, 32), (8, 256, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPTBigCodeForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def resnet50_autocast_bf16_infer(torch):
+    """torchvision ResNet-50 whose weights stay fp32 (channels-last), run in inference mode under `torch.autocast`
+    in bf16 on fp32 images (`infer_images` with a forward context): every convolution and the classifier cast their
+    fp32 weight to a bf16 copy as they run (autocast caches no casts in inference mode) beside bf16 activations;
+    batches of 1, 8, 32 and 64 images of 224 pixels, each twice."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(1, 224), (8, 224), (32, 224), (64, 224)]
+    checksum = infer_images(torch, torchvision.models.resnet50(weights=None, num_classes=1000), shapes,
+                            lambda m: m.cuda().to(memory_format=torch.channels_last).eval(), image_score,
+                            image_dtype=torch.float32,
+                            forward_context=lambda: torch.autocast("cuda", dtype=torch.bfloat16))
+    return {"shapes": shapes, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -5571,7 +5739,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      resnet101_half_infer, mobilenet_v3_large_half_infer,
                                      convnext_tiny_train_small, electra_small_train, albert_base_infer,
                                      marian_small_generate, gpt2_small_train_bf16,
-                                     resnet18_train_then_half_infer)}
+                                     resnet18_train_then_half_infer, efficientnet_v2s_half_infer,
+                                     deberta_small_infer, llama_tiny_train_bf16, mobilenet_v3s_train_eval,
+                                     blenderbot_small_beam_generate, wavenet_conv1d_train,
+                                     gpt_bigcode_small_generate, resnet50_autocast_bf16_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}

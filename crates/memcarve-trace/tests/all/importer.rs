@@ -706,3 +706,21 @@ fn twenty_fourth_session_later_recordings_match_an_independent_walk_and_the_reco
     check_recorded("gpt2_small_train_bf16.pickle.gz", (7_515, 1_529.8, 1_696.0, 1.109), 59, 3);
     check_recorded("resnet18_train_then_half_infer.pickle.gz", (3_599, 1_043.2, 2_038.0, 1.954), 51, 3);
 }
+
+/// Recorded in the twenty-fifth session (2026-12-03 09:58–10:01 UTC) to judge a rule fixed in writing before (pages
+/// ahead in a run of allocations only while the heap is young): EfficientNetV2-S converted by `.half()` on the GPU, a
+/// DeBERTa-v3-xsmall-sized classifier in fp32, a tiny Llama trained with bf16 autocast, MobileNetV3-Small trained
+/// with RMSprop then converted and evaluated, a BlenderbotSmall-style model's beam search in fp32, a WaveNet trained
+/// with fp16 autocast, a StarCoder-style decoder (multi-query attention) generating, and ResNet-50 under bf16
+/// autocast with fp32 weights.
+#[test]
+fn twenty_fifth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("efficientnet_v2s_half_infer.pickle.gz", (11_360, 308.4, 646.0, 2.095), 36, 2);
+    check_recorded("deberta_small_infer.pickle.gz", (5_958, 1_237.7, 1_966.0, 1.588), 57, 2);
+    check_recorded("llama_tiny_train_bf16.pickle.gz", (6_613, 1_360.8, 1_930.0, 1.418), 66, 2);
+    check_recorded("mobilenet_v3s_train_eval.pickle.gz", (12_238, 850.2, 1_074.0, 1.263), 53, 3);
+    check_recorded("blenderbot_small_beam_generate.pickle.gz", (28_438, 427.8, 482.0, 1.127), 50, 2);
+    check_recorded("wavenet_conv1d_train.pickle.gz", (10_694, 630.7, 816.0, 1.294), 48, 0);
+    check_recorded("gpt_bigcode_small_generate.pickle.gz", (29_992, 148.9, 178.0, 1.196), 15, 2);
+    check_recorded("resnet50_autocast_bf16_infer.pickle.gz", (2_695, 485.9, 680.0, 1.399), 28, 2);
+}
