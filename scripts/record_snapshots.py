@@ -888,6 +888,20 @@ def train_bf16(torch, model, steps, inputs, make_optimizer, forward_context=None
     return losses
 
 
+def train_causal_lm_bf16(torch, build, steps, vocab_size, low=0):
+    """Trains the causal language model `build()` makes on the CPU (built here, so that `train_bf16` holds its only
+    reference and frees it where it did before this helper) through `train_bf16` with AdamW (learning rate 3e-4,
+    weight decay 0.1), one step per (batch, tokens) in `steps`, on random ids in [low, vocab_size) that are also
+    the labels. Returns the steps and the losses."""
+
+    def next_tokens(gen, step):
+        tokens = torch.randint(low, vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": tokens, "labels": tokens}
+
+    losses = train_bf16(torch, build(), steps, next_tokens,
+                        lambda params: torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1))
+    return {"steps": steps, "losses": losses}
+
 def t5_train_dynamic(torch):
     """A T5-base-sized encoder-decoder (`T5ForConditionalGeneration(T5Config(...))`: 12 + 12 layers, 768 wide)
     trained with teacher forcing, bf16 autocast, AdamW, 10 steps whose (batch, source tokens, target tokens) are
@@ -5505,13 +5519,7 @@ def gpt2_small_train_bf16(torch):
     steps = [(4, 256), (2, 512), (1, 1024), (8, 128), (4, 256), (1, 1024), (2, 512), (8, 128), (1, 1024),
              (4, 256)]  # batch, tokens
 
-    def next_tokens(gen, step):
-        tokens = torch.randint(0, config.vocab_size, step, device="cuda", generator=gen)
-        return {"input_ids": tokens, "labels": tokens}
-
-    losses = train_bf16(torch, GPT2LMHeadModel(config), steps, next_tokens,
-                        lambda params: torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1))
-    return {"steps": steps, "losses": losses}
+    return train_causal_lm_bf16(torch, lambda: GPT2LMHeadModel(config), steps, config.vocab_size)
 
 
 def resnet18_train_then_half_infer(torch):
@@ -5574,13 +5582,7 @@ def llama_tiny_train_bf16(torch):
     steps = [(4, 256), (8, 128), (2, 512), (1, 1536), (6, 160), (3, 384), (12, 64), (2, 768), (1, 1024),
              (4, 320)]  # batch, tokens
 
-    def next_tokens(gen, step):
-        tokens = torch.randint(3, config.vocab_size, step, device="cuda", generator=gen)
-        return {"input_ids": tokens, "labels": tokens}
-
-    losses = train_bf16(torch, LlamaForCausalLM(config), steps, next_tokens,
-                        lambda params: torch.optim.AdamW(params, lr=3e-4, weight_decay=0.1))
-    return {"steps": steps, "losses": losses}
+    return train_causal_lm_bf16(torch, lambda: LlamaForCausalLM(config), steps, config.vocab_size, low=3)
 
 
 def mobilenet_v3s_train_eval(torch):

@@ -316,8 +316,8 @@ impl VirtualHeapConfig {
     /// that finds it full goes to the other ranges. The heap's per-page books (and the host device's page table)
     /// cover every address page up to the highest one mapped, so the region's size is paid for by every heap
     /// whose other ranges are used at all: with 1 GiB, a fresh heap's first mappings grew them past 512 pages
-    /// (tiny_expandable_segments replayed at 3.6 M operations per second, at 4.1 with 128 MiB; placements of
-    /// all 173 traces unchanged but for the offset; docs/BENCHMARKS.md).
+    /// (tiny_expandable_segments replayed at 3.6 M operations per second, at 4.1 with 128 MiB; the default
+    /// policy's placements of all 173 traces unchanged but for the offset; docs/BENCHMARKS.md).
     pub const SMALL_REGION_BYTES: u64 = 128 << 20;
 }
 
