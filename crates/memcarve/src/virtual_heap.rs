@@ -103,7 +103,8 @@ pub struct PeakSlack {
     /// budget's edge on every batch.
     pub min_spare_bytes: u64,
     /// The spare applies until the heap has allocated this many times its peak live bytes in all (freed bytes
-    /// included); after that only the slack does. `f64::INFINITY` keeps the spare for good.
+    /// included); after that only the slack does, and runs of allocations no longer map ahead past the budget
+    /// (`loading_run`). `f64::INFINITY` keeps both for good.
     pub spare_until_allocated: f64,
     /// A mapping for a request that raises the peak live bytes, made after at least this many allocations without
     /// a free (a model's weights arriving one tensor at a time) while the spare applies (`spare_until_allocated`),
@@ -316,7 +317,7 @@ impl VirtualHeapConfig {
     /// that finds it full goes to the other ranges. The heap's per-page books (and the host device's page table)
     /// cover every address page up to the highest one mapped, so the region's size is paid for by every heap
     /// whose other ranges are used at all: with 1 GiB, a fresh heap's first mappings grew them past 512 pages
-    /// (tiny_expandable_segments replayed at 3.6 M operations per second, at 4.1 with 128 MiB; the default
+    /// (tiny_expandable_segments replayed at 3.6 M operations per second, at 4.0 with 128 MiB; the default
     /// policy's placements of all 173 traces unchanged but for the offset; docs/BENCHMARKS.md).
     pub const SMALL_REGION_BYTES: u64 = 128 << 20;
 }
