@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a placement log of `memcarve replay --placements FILE` from the log alone, and recounts its figures.
 
-    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES]
+    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds]
 
 It verifies, event by event, that
 - no live allocation overlaps another in addresses;
@@ -13,8 +13,11 @@ It verifies, event by event, that
 and recounts the driver operations (`map` and `unmap` lines), the peak committed bytes (live physical pages times
 the page size, plus live blocks), the peak live bytes and the allocations. With `--json`, the replay's JSON
 output for the same trace and policy (`memcarve replay ... --json FILE --placements LOG`, one row), those four
-figures must equal the replay's own. The format is in docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when
-everything checks out, 1 with the first violation otherwise.
+figures must equal the replay's own. With `--kinds`, a second line sorts the driver operations by what they did:
+virtual-heap mappings of new physical pages only, of pages already alive elsewhere only (shown again at other
+addresses: no new memory), of both, page unmaps, and block creations and destructions. The format is in
+docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
+otherwise.
 """
 
 import argparse
@@ -47,6 +50,9 @@ class Checker:
         self.live = {}
         self.by_id = {}
         self.ops = 0
+        # Operations by kind (see `--kinds`); the mapping whose `pages` lines are being read: [new, shown again].
+        self.kinds = {"new": 0, "again": 0, "both": 0, "unmaps": 0, "blocks": 0}
+        self.mapping = None
         self.block_bytes = 0
         self.peak_committed = 0
         self.live_bytes = 0
@@ -63,8 +69,16 @@ class Checker:
     def note_committed(self):
         self.peak_committed = max(self.peak_committed, self.committed())
 
+    def count_mapping(self):
+        """Counts the mapping whose `pages` lines were just read by the kind of its physical pages."""
+        if self.mapping is not None:
+            new, again = self.mapping
+            self.kinds["both" if new and again else "new" if new else "again"] += 1
+            self.mapping = None
+
     def settle_map(self):
         """A `map` not followed by `pages` lines is a block (block mode, or a dedicated block)."""
+        self.count_mapping()
         if not self.unassigned:
             return
         pages = sorted(self.unassigned)
@@ -81,6 +95,7 @@ class Checker:
         if at < len(self.block_starts) and self.block_starts[at] < end:
             self.fail(f"block [{start}, {end}) overlaps a live block")
         self.block_starts.insert(at, start)
+        self.kinds["blocks"] += 1
         self.block_end[start] = end
         self.block_live[start] = 0
         self.block_bytes += end - start
@@ -117,6 +132,9 @@ class Checker:
             self.unassigned.remove(page)
             physical = first + index
             self.shows[page] = physical
+            if self.mapping is None:
+                self.mapping = [0, 0]
+            self.mapping[physical in self.mappings] += 1
             self.mappings[physical] = self.mappings.get(physical, 0) + 1
         self.note_committed()
 
@@ -127,12 +145,14 @@ class Checker:
             if self.block_live[offset]:
                 self.fail(f"block [{offset}, {offset + size}) destroyed while it holds allocations")
             self.block_starts.remove(offset)
+            self.kinds["blocks"] += 1
             del self.block_end[offset]
             del self.block_live[offset]
             self.block_bytes -= size
             return
         if offset % self.page or size % self.page:
             self.fail(f"unmap of [{offset}, {offset + size}), neither a block nor whole pages")
+        self.kinds["unmaps"] += 1
         for page in range(offset, offset + size, self.page):
             if page not in self.shows:
                 self.fail(f"page {page} unmapped while not mapped")
@@ -204,6 +224,8 @@ class Checker:
             self.line += 1
             try:
                 event = row[0]
+                if event != "pages":
+                    self.count_mapping()
                 if event == "map":
                     self.on_map(int(row[2]), int(row[3]))
                 elif event == "pages":
@@ -226,6 +248,7 @@ def main():
     parser.add_argument("log", help="placement log (CSV) of one trace and one policy")
     parser.add_argument("--json", help="the replay's --json output for the same run, to compare figures with")
     parser.add_argument("--page-size", type=int, default=2 << 20, help="virtual-heap page size (default 2 MiB)")
+    parser.add_argument("--kinds", action="store_true", help="also print the driver operations by kind")
     args = parser.parse_args()
     checker = Checker(args.page_size)
     row = None
@@ -255,6 +278,13 @@ def main():
         f"peak committed {checker.peak_committed} bytes, {checker.ops} driver operations"
         + (f" (as {args.json} says of {row.get('name')}, {row.get('policy')})" if row else "")
     )
+    if args.kinds:
+        kinds = checker.kinds
+        print(
+            f"{args.log}: driver operations by kind: {kinds['new']} mappings of new pages, {kinds['again']} of "
+            f"pages shown again elsewhere, {kinds['both']} of both, {kinds['unmaps']} unmaps, "
+            f"{kinds['blocks']} block creations and destructions"
+        )
     return 0
 
 

@@ -14,8 +14,9 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_placeme
 PAGE = 2 << 20
 
 
-def run(lines, figures=None):
-    """Runs the checker on a log of `lines` (after the header), with a one-row JSON of `figures` if given."""
+def run(lines, figures=None, extra=()):
+    """Runs the checker on a log of `lines` (after the header), with a one-row JSON of `figures` if given, and
+    the options in `extra`."""
     with tempfile.TemporaryDirectory() as folder:
         log = os.path.join(folder, "log.csv")
         with open(log, "w") as file:
@@ -26,7 +27,7 @@ def run(lines, figures=None):
             with open(path, "w") as file:
                 json.dump({"traces": [dict(figures, name="test.pickle", policy="vmm")]}, file)
             args += ["--json", path]
-        result = subprocess.run(args, capture_output=True, text=True)
+        result = subprocess.run(args + list(extra), capture_output=True, text=True)
         return result.returncode, result.stdout + result.stderr
 
 
@@ -80,6 +81,19 @@ class CheckPlacements(unittest.TestCase):
         figures = {"allocations": 3, "driver_ops": 3, "peak_committed_bytes": 33558528, "peak_live_bytes": 4296}
         code, output = run(lines, figures)
         self.assertEqual(code, 0, output)
+
+    def test_kinds_sort_the_operations_by_what_they_mapped(self):
+        # VIRTUAL: a mapping of two new pages, one of a page alive elsewhere, an unmap. Then a mapping of a page
+        # alive elsewhere (0) and a new one (2), and a block.
+        lines = VIRTUAL + [f"map,,{8 * PAGE},{2 * PAGE}", f"pages,0,{8 * PAGE},1", f"pages,2,{9 * PAGE},1",
+                           f"alloc,4,{8 * PAGE},8", f"map,,{16 * PAGE},4096", "free,4,,", f"unmap,,{16 * PAGE},4096"]
+        code, output = run(lines, extra=["--kinds"])
+        self.assertEqual(code, 0, output)
+        self.assertIn("6 driver operations", output)
+        self.assertIn("1 mappings of new pages, 1 of pages shown again elsewhere, 1 of both, 1 unmaps, "
+                      "2 block creations and destructions", output)
+        code, output = run(VIRTUAL)
+        self.assertNotIn("by kind", output)
 
     def test_figures_that_differ_from_the_replays_fail(self):
         for key in VIRTUAL_FIGURES:
