@@ -70,7 +70,8 @@ class Checker:
         self.peak_committed = max(self.peak_committed, self.committed())
 
     def count_mapping(self):
-        """Counts the mapping whose `pages` lines were just read by the kind of its physical pages."""
+        """Counts the mapping whose `pages` lines were just read by the kind of its physical pages (`run` calls it
+        before every other line and at the end)."""
         if self.mapping is not None:
             new, again = self.mapping
             self.kinds["both" if new and again else "new" if new else "again"] += 1
@@ -78,7 +79,6 @@ class Checker:
 
     def settle_map(self):
         """A `map` not followed by `pages` lines is a block (block mode, or a dedicated block)."""
-        self.count_mapping()
         if not self.unassigned:
             return
         pages = sorted(self.unassigned)
@@ -240,6 +240,7 @@ class Checker:
                     self.fail(f"unknown event {event!r}")
             except (IndexError, ValueError):
                 self.fail(f"malformed line {row}")
+        self.count_mapping()
         self.settle_map()
 
 
