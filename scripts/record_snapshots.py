@@ -43,7 +43,9 @@ squeezenet_half_train_eval, resnet101_half_infer, mobilenet_v3_large_half_infer,
 electra_small_train, albert_base_infer, marian_small_generate, gpt2_small_train_bf16,
 resnet18_train_then_half_infer, efficientnet_v2s_half_infer, deberta_small_infer, llama_tiny_train_bf16,
 mobilenet_v3s_train_eval, blenderbot_small_beam_generate, wavenet_conv1d_train, gpt_bigcode_small_generate,
-resnet50_autocast_bf16_infer (see WORKLOADS). Prints one line per snapshot with its figures, computed as
+resnet50_autocast_bf16_infer, phi_small_sample_generate, deit_small_half_infer, sac_replay_train,
+mpnet_sorted_embed_infer, m2m100_small_beam_generate, deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
+regnet_train_val_bf16 (see WORKLOADS). Prints one line per snapshot with its figures, computed as
 traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
 GPU).
 """
@@ -90,34 +92,41 @@ def bert_infer(torch):
     return {"last_pooled_sum": pooled, "shapes": shapes, "repeats": 2}
 
 
-def train_classifier(torch, model, shapes, make_optimizer, classes=1000, channels_last=False, per_pixel=False):
+def train_classifier(torch, model, shapes, make_optimizer, classes=1000, channels_last=False, per_pixel=False,
+                     autocast_dtype=None, label_smoothing=0.0, after_step=None):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
-    here) moves to the GPU, then trains it for `classes` classes with fp16 autocast and a GradScaler, one step per
-    input shape in `shapes` (batch first: images or clips) on random inputs and labels (a label per pixel of
-    batch x channels x height x width inputs with `per_pixel`, for segmentation). Returns the losses."""
+    here) moves to the GPU, then trains it for `classes` classes with fp16 autocast and a GradScaler (with
+    `autocast_dtype` bf16: bf16 autocast and the GradScaler disabled), one step per input shape in `shapes` (batch
+    first: images or clips) on random inputs and labels (a label per pixel of batch x channels x height x width
+    inputs with `per_pixel`, for segmentation), the cross-entropy with `label_smoothing`; `after_step(model, index,
+    gen)`, if given, is called after each step (its index from 0) with the recording's generator, to evaluate for
+    instance. Returns the losses."""
+    dtype = autocast_dtype or torch.float16
     start_recording(torch)
     model = model.cuda()
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     model = model.train()
     opt = make_optimizer(model.parameters())
-    scaler = torch.amp.GradScaler("cuda")
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
     gen = torch.Generator(device="cuda").manual_seed(0)
     losses = []
-    for shape in shapes:
+    for index, shape in enumerate(shapes):
         inputs = torch.randn(*shape, device="cuda", generator=gen)
         if channels_last:
             inputs = inputs.to(memory_format=torch.channels_last)
         label_shape = (shape[0], *shape[2:]) if per_pixel else (shape[0],)
         labels = torch.randint(0, classes, label_shape, device="cuda", generator=gen)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+        with torch.autocast("cuda", dtype=dtype):
+            loss = torch.nn.functional.cross_entropy(model(inputs), labels, label_smoothing=label_smoothing)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
         del inputs, labels, loss
+        if after_step is not None:
+            after_step(model, index, gen)
     del model, opt, scaler
     return losses
 
@@ -941,11 +950,12 @@ def efficientnet_train(torch):
     return {"batches": batches, "losses": losses}
 
 
-def infer_images(torch, model, shapes, move, score, image_dtype=None, forward_context=None):
+def infer_images(torch, model, shapes, move, score, image_dtype=None, forward_context=None, forward_args=None):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU through `move`, then runs it in inference mode twice over every (batch, image side) in
-    `shapes` on random fp16 images (`image_dtype` if given); `score` turns each output into a number;
-    `forward_context()`, if given, is entered around each forward pass. Returns their sum."""
+    `shapes` on random fp16 images (`image_dtype` if given), with the keyword arguments `forward_args` if given;
+    `score` turns each output into a number; `forward_context()`, if given, is entered around each forward pass.
+    Returns their sum."""
     import contextlib
 
     start_recording(torch)
@@ -958,7 +968,7 @@ def infer_images(torch, model, shapes, move, score, image_dtype=None, forward_co
                 images = torch.randn(batch, 3, side, side, device="cuda", generator=gen,
                                      dtype=image_dtype or torch.float16)
                 with (forward_context or contextlib.nullcontext)():
-                    out = model(images)
+                    out = model(images, **(forward_args or {}))
                 checksum += score(out)
                 del out, images
     del model
@@ -5116,11 +5126,13 @@ def mnasnet_half_infer(torch):
     return {"checksum": checksum}
 
 
-def infer_converted(torch, build, shapes):
+def infer_converted(torch, build, shapes, score=image_score, forward_args=None):
     """A classifier built by `build` on the CPU (after seeding), moved to the GPU in fp32 and converted there
-    (`.cuda().half()`), run by `infer_images` over `shapes`."""
+    (`.cuda().half()`), run by `infer_images` over `shapes` (with `forward_args`, each output turned into a number
+    by `score`)."""
     torch.manual_seed(0)
-    checksum = infer_images(torch, build(), shapes, lambda m: m.cuda().half().eval(), image_score)
+    checksum = infer_images(torch, build(), shapes, lambda m: m.cuda().half().eval(), score,
+                            forward_args=forward_args)
     return {"shapes": shapes, "checksum": checksum}
 
 
@@ -5691,6 +5703,318 @@ def resnet50_autocast_bf16_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def phi_small_sample_generate(torch):
+    """A small Phi-style decoder through transformers (`PhiForCausalLM(PhiConfig(...))`: 6 layers, 512 wide, 8 heads,
+    2,048 feed-forward, attention and MLP in parallel off one LayerNorm, rotary positions on half of each head,
+    untied 51k embeddings, 71 M parameters), fp16 (`generate_rounds`), `generate` sampling at temperature 0.7 with
+    nucleus sampling (top-p 0.95) and a repetition penalty of 1.2 (a gather and a scatter over the tokens so far every
+    step), two samples per prompt (`num_return_sequences`: the prompts and the cache doubled), 4 rounds of (prompts,
+    prompt length, new tokens) (4, 128, 48), (8, 64, 40), (2, 384, 56), (12, 96, 32): meant as a heap of about 200
+    MiB."""
+    from transformers import PhiConfig, PhiForCausalLM
+
+    torch.manual_seed(0)
+    config = PhiConfig(vocab_size=51200, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                       num_attention_heads=8, max_position_embeddings=1024)
+    rounds = [(4, 128, 48), (8, 64, 40), (2, 384, 56), (12, 96, 32)]  # prompts, prompt length, new tokens
+    result = generate_rounds(torch, PhiForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                             seed_each_round=True, do_sample=True, temperature=0.7, top_p=0.95, top_k=0,
+                             repetition_penalty=1.2, num_return_sequences=2, pad_token_id=0)
+    result["num_return_sequences"] = 2
+    return result
+
+
+def deit_small_half_infer(torch):
+    """A DeiT-Small-sized distilled vision transformer through transformers
+    (`DeiTForImageClassificationWithTeacher(DeiTConfig(...))`: 12 layers, 384 wide, 6 heads, 1,536 feed-forward,
+    patches of 16, a class and a distillation token with a head each, averaged, 1,000 classes, 22 M parameters)
+    moved to the GPU in fp32 and converted there (`infer_converted`: `.cuda().half()`), 9 (batch, image side) shapes
+    from (1, 224) to (128, 224) and (4, 384), each twice, the position embeddings interpolated (bicubic) to every
+    side other than 224 (`interpolate_pos_encoding`): a converted classifier's heap meant to be about 250 MiB."""
+    from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher
+
+    config = DeiTConfig(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536,
+                        image_size=224, patch_size=16, num_labels=1000)
+    return infer_converted(torch, lambda: DeiTForImageClassificationWithTeacher(config),
+                           [(16, 224), (1, 224), (128, 224), (8, 288), (64, 224), (4, 384), (32, 256), (2, 320),
+                            (96, 224)],
+                           score=lambda out: image_score(out.logits),
+                           forward_args={"interpolate_pos_encoding": True})
+
+
+def sac_replay_train(torch):
+    """Soft actor-critic in plain torch, fp32, on a simulated vectorized continuous-control environment (16
+    environments, 96-dimensional observations, 8-dimensional actions squashed by tanh): a Gaussian policy MLP
+    (96 -> 256 -> 256 -> 2 x 8), two Q networks (104 -> 256 -> 256 -> 1) and their target copies (Polyak-averaged in
+    place by `torch._foreach_lerp_`), a learned entropy temperature, three Adam optimizers; a replay buffer on the GPU
+    of 131,072 transitions (five tensors allocated up front, 106 MB) written as a ring: 64 steps of random actions,
+    then 160 iterations of one environment step with the policy and one update on 256 transitions drawn at random
+    (the critics' gradients from the policy loss left until the next critic update), and every 40 iterations a
+    deterministic evaluation of 64 environments for 25 steps: one large buffer beside many small tensors, a heap
+    meant to be about 120 MiB."""
+    import copy
+    import math
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    envs, obs_dim, act_dim, capacity, batch = 16, 96, 8, 131072, 256
+
+    def mlp(inputs, outputs):
+        return nn.Sequential(nn.Linear(inputs, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                             nn.Linear(256, outputs))
+
+    nets = nn.ModuleDict({"actor": mlp(obs_dim, 2 * act_dim), "q1": mlp(obs_dim + act_dim, 1),
+                          "q2": mlp(obs_dim + act_dim, 1)})
+    nets["q1_target"], nets["q2_target"] = copy.deepcopy(nets["q1"]), copy.deepcopy(nets["q2"])
+    nets["q1_target"].requires_grad_(False)
+    nets["q2_target"].requires_grad_(False)
+    dynamics = torch.randn(act_dim, obs_dim) * 0.3  # how actions move the observations
+    start_recording(torch)
+    nets, dynamics = nets.cuda(), dynamics.cuda()
+    log_alpha = torch.zeros((), device="cuda", requires_grad=True)
+    actor_opt = torch.optim.Adam(nets["actor"].parameters(), lr=3e-4)
+    critic_opt = torch.optim.Adam(list(nets["q1"].parameters()) + list(nets["q2"].parameters()), lr=3e-4)
+    alpha_opt = torch.optim.Adam([log_alpha], lr=3e-4)
+    online = list(nets["q1"].parameters()) + list(nets["q2"].parameters())
+    targets = list(nets["q1_target"].parameters()) + list(nets["q2_target"].parameters())
+    replay = {"obs": torch.zeros(capacity, obs_dim, device="cuda"),
+              "act": torch.zeros(capacity, act_dim, device="cuda"), "rew": torch.zeros(capacity, device="cuda"),
+              "next": torch.zeros(capacity, obs_dim, device="cuda"), "done": torch.zeros(capacity, device="cuda")}
+    gen = torch.Generator(device="cuda").manual_seed(0)
+
+    def policy(obs, deterministic=False):
+        mean, log_std = nets["actor"](obs).chunk(2, dim=-1)
+        if deterministic:
+            return torch.tanh(mean), None
+        log_std = log_std.clamp(-5.0, 2.0)
+        noise = torch.randn(mean.shape, device="cuda", generator=gen)
+        action = torch.tanh(mean + log_std.exp() * noise)
+        logp = ((-0.5 * noise.square() - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+                - torch.log1p(-action.square() + 1e-6).sum(-1))
+        return action, logp
+
+    def env_step(obs, action):
+        nxt = (0.95 * obs + 0.1 * torch.tanh(action @ dynamics)
+               + 0.05 * torch.randn(obs.shape, device="cuda", generator=gen))
+        reward = -nxt.square().mean(-1) - 0.01 * action.square().sum(-1)
+        done = (torch.rand(obs.shape[0], device="cuda", generator=gen) < 0.01).float()
+        return nxt, reward, done
+
+    def q_min(first, second, obs, action):
+        both = torch.cat([obs, action], dim=-1)
+        return torch.min(first(both), second(both)).squeeze(-1)
+
+    losses, returns, stored = [], [], 0
+    obs = torch.randn(envs, obs_dim, device="cuda", generator=gen)
+    for step in range(64 + 160):
+        with torch.no_grad():
+            if step < 64:
+                action = torch.rand(envs, act_dim, device="cuda", generator=gen) * 2 - 1
+            else:
+                action = policy(obs)[0]
+            nxt, reward, done = env_step(obs, action)
+            at = stored % capacity
+            for key, value in (("obs", obs), ("act", action), ("rew", reward), ("next", nxt), ("done", done)):
+                replay[key][at:at + envs] = value
+            stored += envs
+            obs = torch.where(done[:, None] > 0, torch.randn(envs, obs_dim, device="cuda", generator=gen), nxt)
+            del action, nxt, reward, done
+        if step < 64:
+            continue
+        index = torch.randint(0, min(stored, capacity), (batch,), device="cuda", generator=gen)
+        o, a, r, o2, d = (replay[key][index] for key in ("obs", "act", "rew", "next", "done"))
+        alpha = log_alpha.exp().detach()
+        with torch.no_grad():
+            a2, logp2 = policy(o2)
+            y = r + 0.99 * (1 - d) * (q_min(nets["q1_target"], nets["q2_target"], o2, a2) - alpha * logp2)
+        both = torch.cat([o, a], dim=-1)
+        critic_loss = F.mse_loss(nets["q1"](both).squeeze(-1), y) + F.mse_loss(nets["q2"](both).squeeze(-1), y)
+        critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        critic_opt.step()
+        new_action, logp = policy(o)
+        actor_loss = (alpha * logp - q_min(nets["q1"], nets["q2"], o, new_action)).mean()
+        actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        actor_opt.step()
+        alpha_loss = -(log_alpha * (logp.detach() - act_dim)).mean()
+        alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        alpha_opt.step()
+        with torch.no_grad():
+            torch._foreach_lerp_(targets, online, 0.005)
+        losses.append(critic_loss.item())
+        del index, o, a, r, o2, d, alpha, a2, logp2, y, both, critic_loss, new_action, logp, actor_loss, alpha_loss
+        if (step - 64) % 40 == 39:  # after every 40th update
+            with torch.no_grad():
+                state, total = torch.randn(64, obs_dim, device="cuda", generator=gen), 0.0
+                for _ in range(25):
+                    action = policy(state, deterministic=True)[0]
+                    state, reward = env_step(state, action)[:2]
+                    total += float(reward.mean().item())
+                returns.append(total)
+                del state, action, reward
+    del nets, dynamics, log_alpha, actor_opt, critic_opt, alpha_opt, online, targets, replay, obs
+    return {"losses": losses[::10], "returns": returns}
+
+
+def mpnet_sorted_embed_infer(torch):
+    """Sentence embeddings as sentence-transformers computes them, from an MPNet-base-sized encoder through
+    transformers (`MPNetModel(MPNetConfig())`: 12 layers, 768 wide, 12 heads, 30k vocabulary, relative position
+    buckets: a batch x heads x tokens x tokens bias built once per batch and added to the scores of every layer's
+    eager attention), fp16, 1,536 sentences of 6 to 256 tokens (mostly short: 6 + 250 u^3) sorted longest first and
+    encoded 32 at a time, each batch padded on the right (token 1) to its own longest: 48 batches whose shapes
+    shrink step by step; embeddings mean-pooled over the attention mask, normalized and kept on the GPU, put back in
+    input order at the end and compared all against all: a heap meant to be about 400 MiB, at its peak in the
+    first batches."""
+    import random
+
+    from transformers import MPNetConfig, MPNetModel
+
+    torch.manual_seed(0)
+    config = MPNetConfig()
+    model = MPNetModel(config, add_pooling_layer=False).eval()
+    rng = random.Random(0)
+    lengths = [6 + int(250 * rng.random() ** 3) for _ in range(1536)]
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    chunks, shapes = [], []
+    with torch.inference_mode():
+        for start in range(0, len(order), 32):
+            batch_lengths = torch.tensor([lengths[i] for i in order[start:start + 32]], device="cuda")
+            longest = lengths[order[start]]
+            ids = torch.randint(3, config.vocab_size, (len(batch_lengths), longest), device="cuda", generator=gen)
+            mask = (torch.arange(longest, device="cuda")[None] < batch_lengths[:, None]).long()
+            hidden = model(input_ids=ids * mask + (1 - mask), attention_mask=mask).last_hidden_state  # pad id 1
+            weights = mask[:, :, None].to(hidden.dtype)
+            pooled = (hidden * weights).sum(1) / weights.sum(1)
+            chunks.append(torch.nn.functional.normalize(pooled.float(), dim=-1))
+            shapes.append([len(batch_lengths), longest])
+            del batch_lengths, ids, mask, hidden, weights, pooled
+        inverse = torch.empty(len(order), dtype=torch.long)
+        inverse[torch.tensor(order)] = torch.arange(len(order))
+        embeddings = torch.cat(chunks)[inverse.cuda()]
+        del chunks
+        similarity = embeddings @ embeddings.T
+        checksum = float(similarity.mean().item())
+        del embeddings, similarity
+    del model
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def m2m100_small_beam_generate(torch):
+    """A small M2M100-style multilingual translation model through transformers
+    (`M2M100ForConditionalGeneration(M2M100Config(...))`: 6 + 6 layers, 512 wide, 8 heads, 2,048 feed-forward,
+    sinusoidal positions, scaled embeddings, a 128k vocabulary shared by the encoder, the decoder and the output
+    layer, 110 M parameters), fp16 (`generate_padded_rounds` with `dtype`), beam search with 5 beams returning the
+    best 2 of each (`num_return_sequences`) for 4 rounds of (batch, input length, new tokens) (8, 128, 32),
+    (2, 512, 40), (16, 64, 24), (4, 256, 32), inputs with random padding: each step's (batch x 5) x 128k scores
+    beside the beams' self- and cross-attention caches, reordered every step; a heap meant to be about 350 MiB."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = M2M100Config(vocab_size=128112, d_model=512, encoder_layers=6, decoder_layers=6,
+                          encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+                          decoder_ffn_dim=2048, max_position_embeddings=1024, pad_token_id=0, bos_token_id=1,
+                          eos_token_id=2, decoder_start_token_id=2)
+    rounds = [(8, 128, 32), (2, 512, 40), (16, 64, 24), (4, 256, 32)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, M2M100ForConditionalGeneration(config).eval(), rounds,
+                                               config.vocab_size, dtype=torch.float16, num_beams=5,
+                                               num_return_sequences=2, do_sample=False)
+    return {"rounds": rounds, "num_beams": 5, "num_return_sequences": 2, "output_shapes": shapes,
+            "token_sum": token_sum}
+
+
+def deeplabv3_mobilenet_half_infer(torch):
+    """torchvision DeepLabV3 with a MobileNetV3-Large backbone (last stage dilated: stride 16; an ASPP head of five
+    256-channel branches concatenated; the auxiliary FCN head on the stride-8 features kept, `aux_loss=True`; 21
+    classes, no pretrained weights) moved to the GPU in fp32 and converted there (`.cuda().half()`, then
+    channels-last), `infer_images` over 10 (batch, image side) shapes from (1, 1024) to (16, 320), each twice, both
+    full-resolution outputs reduced to class maps (argmax in fp16): a heap of activations and upsampled outputs
+    beside 22 MB of weights, meant to be about 300 MiB."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(4, 512), (1, 1024), (16, 320), (2, 768), (8, 448), (1, 640), (6, 576), (12, 384), (3, 704), (8, 512)]
+    model = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                         num_classes=21, aux_loss=True)
+    checksum = infer_images(torch, model, shapes,
+                            lambda m: m.cuda().half().to(memory_format=torch.channels_last).eval(),
+                            lambda out: float(out["out"].argmax(1).float().mean().item()
+                                              + out["aux"].argmax(1).float().mean().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def xlmr_finetune_dynamic_bf16(torch):
+    """Sequence classification fine-tuning of an XLM-R-base-sized encoder through transformers
+    (`XLMRobertaForSequenceClassification(XLMRobertaConfig(...))`: 12 layers, 768 wide, 12 heads, 3 labels, a
+    250k vocabulary: 192 M of its 278 M parameters in the word embedding, whose dense fp32 gradient of 768 MB is
+    made and freed every step) with bf16 autocast (`train_bf16`), AdamW, 16 steps of 16 sequences of 12 to 256
+    tokens (12 + 244 u^3) padded on the right (token 1) to the batch's longest rounded up to a multiple of 8, as a
+    dynamic-padding collator does: another shape nearly every step; the fp32 weights, gradients and AdamW's moments
+    (4.4 GB) under activations of up to 4,096 tokens, a heap meant to be about 5 GiB."""
+    import random
+
+    from transformers import XLMRobertaConfig, XLMRobertaForSequenceClassification
+
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(vocab_size=250002, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                              intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
+                              pad_token_id=1, num_labels=3)
+    rng = random.Random(0)
+    steps = []
+    for _ in range(16):
+        lengths = [12 + int(244 * rng.random() ** 3) for _ in range(16)]
+        steps.append((-(-max(lengths) // 8) * 8, tuple(lengths)))  # padded length, each sequence's length
+
+    def padded_batch(gen, step):
+        padded, lengths = step
+        ids = torch.randint(3, config.vocab_size, (len(lengths), padded), device="cuda", generator=gen)
+        mask = (torch.arange(padded, device="cuda")[None] < torch.tensor(lengths, device="cuda")[:, None]).long()
+        labels = torch.randint(0, 3, (len(lengths),), device="cuda", generator=gen)
+        return {"input_ids": ids * mask + (1 - mask), "attention_mask": mask, "labels": labels}
+
+    losses = train_bf16(torch, XLMRobertaForSequenceClassification(config), steps, padded_batch,
+                        lambda params: torch.optim.AdamW(params, lr=2e-5, weight_decay=0.01))
+    return {"padded_lengths": [padded for padded, _ in steps], "losses": losses}
+
+
+def regnet_train_val_bf16(torch):
+    """torchvision RegNetY-1.6GF (grouped convolutions, squeeze-and-excitation, 11 M parameters) trained through
+    `train_classifier` with bf16 autocast (no GradScaler), channels-last, SGD with Nesterov momentum and weight decay,
+    label smoothing 0.1, 12 steps of 32 to 96 images of 224 pixels; after every fourth step a validation pass in
+    eval mode under inference mode and bf16 autocast on 128 and then 64 images of 256 pixels, between training steps
+    whose activations are freed and whose weights and momentum stay: a heap meant to be 3 to 4 GiB."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [48, 64, 96, 32, 80, 64, 96, 48, 80, 64, 96, 32]
+    accuracies = []
+
+    def validate(model, index, gen):
+        if index % 4 != 3:
+            return
+        model.eval()
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+            for batch in (128, 64):
+                images = torch.randn(batch, 3, 256, 256, device="cuda", generator=gen)
+                labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+                logits = model(images.contiguous(memory_format=torch.channels_last))
+                accuracies.append(float((logits.argmax(1) == labels).float().mean().item()))
+                del images, labels, logits
+        model.train()
+
+    losses = train_classifier(torch, torchvision.models.regnet_y_1_6gf(weights=None, num_classes=1000),
+                              [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True,
+                                                             weight_decay=5e-5),
+                              channels_last=True, autocast_dtype=torch.bfloat16, label_smoothing=0.1,
+                              after_step=validate)
+    return {"batches": batches, "losses": losses, "accuracies": accuracies}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -5744,7 +6068,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      resnet18_train_then_half_infer, efficientnet_v2s_half_infer,
                                      deberta_small_infer, llama_tiny_train_bf16, mobilenet_v3s_train_eval,
                                      blenderbot_small_beam_generate, wavenet_conv1d_train,
-                                     gpt_bigcode_small_generate, resnet50_autocast_bf16_infer)}
+                                     gpt_bigcode_small_generate, resnet50_autocast_bf16_infer,
+                                     phi_small_sample_generate, deit_small_half_infer, sac_replay_train,
+                                     mpnet_sorted_embed_infer, m2m100_small_beam_generate,
+                                     deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
+                                     regnet_train_val_bf16)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
