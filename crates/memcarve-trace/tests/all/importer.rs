@@ -724,3 +724,21 @@ fn twenty_fifth_session_recordings_match_an_independent_walk_and_the_recording_s
     check_recorded("gpt_bigcode_small_generate.pickle.gz", (29_992, 148.9, 178.0, 1.196), 15, 2);
     check_recorded("resnet50_autocast_bf16_infer.pickle.gz", (2_695, 485.9, 680.0, 1.399), 28, 2);
 }
+
+/// Recorded in the twenty-sixth session (2026-12-03 16:55–17:00 UTC), unseen by the policy: a small Phi-style
+/// decoder sampling two sequences per prompt with a repetition penalty, DeiT-Small converted by `.half()` on the GPU
+/// at several sizes, a soft actor-critic trained from a replay buffer on the GPU, MPNet sentence embeddings over
+/// length-sorted batches in fp16, a small M2M100 model's beam search in fp16, DeepLabV3-MobileNetV3 converted by
+/// `.half()` at several resolutions, XLM-R-base fine-tuned with bf16 autocast on dynamically padded batches, and
+/// RegNetY-1.6GF trained with bf16 autocast with validation passes.
+#[test]
+fn twenty_sixth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("phi_small_sample_generate.pickle.gz", (54_785, 277.9, 320.0, 1.151), 29, 2);
+    check_recorded("deit_small_half_infer.pickle.gz", (4_816, 335.3, 456.0, 1.360), 31, 2);
+    check_recorded("sac_replay_train.pickle.gz", (44_919, 173.2, 190.0, 1.097), 10, 3);
+    check_recorded("mpnet_sorted_embed_infer.pickle.gz", (16_303, 471.4, 500.0, 1.061), 28, 2);
+    check_recorded("m2m100_small_beam_generate.pickle.gz", (46_149, 548.1, 674.0, 1.230), 48, 2);
+    check_recorded("deeplabv3_mobilenet_half_infer.pickle.gz", (7_100, 225.1, 806.0, 3.581), 25, 0);
+    check_recorded("xlmr_finetune_dynamic_bf16.pickle.gz", (25_714, 5_368.4, 7_136.0, 1.329), 111, 3);
+    check_recorded("regnet_train_val_bf16.pickle.gz", (42_045, 3_532.4, 5_072.0, 1.436), 209, 3);
+}
