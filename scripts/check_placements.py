@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a placement log of `memcarve replay --placements FILE` from the log alone, and recounts its figures.
 
-    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds]
+    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds] [--peaks]
 
 It verifies, event by event, that
 - no live allocation overlaps another in addresses;
@@ -15,7 +15,15 @@ the page size, plus live blocks), the peak live bytes and the allocations. With 
 output for the same trace and policy (`memcarve replay ... --json FILE --placements LOG`, one row), those four
 figures must equal the replay's own. With `--kinds`, a second line sorts the driver operations by what they did:
 virtual-heap mappings of new physical pages only, of pages already alive elsewhere only (shown again at other
-addresses: no new memory), of both, page unmaps, and block creations and destructions. The format is in
+addresses: no new memory), of both, page unmaps, and block creations and destructions. With `--peaks`, two more
+lines say where the memory is at the peak live bytes (the first allocation that reaches it) and at the peak
+committed bytes (once the allocation that the peak's mapping was for is placed, as the replay's `--json` reads it;
+with `--json`, the replay's split of its peak committed bytes must agree: the same live bytes, the same free bytes
+in all, and no more empty pages than the log shows, since the heap counts the pages of the ranges it placed, longer
+than the requests for a growing series, and may hold a page with nothing on it): the live bytes, the virtual heap's
+physical pages that live allocations use and the bytes free inside them, its empty committed pages, and the
+committed bytes (blocks included). The pages in use at the peak live bytes are a floor under the peak committed
+bytes that no rule for mapping and unmapping pages reaches below with this placement. The format is in
 docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
 otherwise.
 """
@@ -59,6 +67,11 @@ class Checker:
         self.peak_live = 0
         self.allocations = 0
         self.line = 1
+        # Where the peaks are: the first allocation that reaches the peak live bytes; the line that reaches the
+        # peak committed bytes, moved to the next allocation placed before any free.
+        self.peak_live_line = None
+        self.peak_committed_line = None
+        self.peak_committed_pending = False
 
     def fail(self, message):
         raise Violation(f"line {self.line}: {message}")
@@ -67,7 +80,11 @@ class Checker:
         return len(self.mappings) * self.page + self.block_bytes
 
     def note_committed(self):
-        self.peak_committed = max(self.peak_committed, self.committed())
+        committed = self.committed()
+        if committed > self.peak_committed:
+            self.peak_committed = committed
+            self.peak_committed_line = self.line
+            self.peak_committed_pending = True
 
     def count_mapping(self):
         """Counts the mapping whose `pages` lines were just read by the kind of its physical pages (`run` calls it
@@ -196,10 +213,16 @@ class Checker:
         self.by_id[ident] = offset
         self.allocations += 1
         self.live_bytes += size
-        self.peak_live = max(self.peak_live, self.live_bytes)
+        if self.live_bytes > self.peak_live:
+            self.peak_live = self.live_bytes
+            self.peak_live_line = self.line
+        if self.peak_committed_pending:
+            self.peak_committed_pending = False
+            self.peak_committed_line = self.line
 
     def on_free(self, ident):
         self.settle_map()
+        self.peak_committed_pending = False
         if ident not in self.by_id:
             self.fail(f"free of allocation {ident}, which is not live")
         offset = self.by_id.pop(ident)
@@ -216,11 +239,33 @@ class Checker:
             if user[1] == 0:
                 del self.users[physical]
 
-    def run(self, rows):
+    def snapshot(self):
+        """Where the memory is now: live bytes, the virtual heap's physical pages in use, the bytes free in them,
+        its empty committed pages, and the committed bytes."""
+        used = {}
+        for offset, (end, _, _, block) in self.live.items():
+            if block is not None:
+                continue
+            for page in self.pages_of(offset, end):
+                physical = self.shows[page]
+                used[physical] = used.get(physical, 0) + min(end, page + self.page) - max(offset, page)
+        return {
+            "line": self.line,
+            "live_bytes": self.live_bytes,
+            "pages_in_use": len(used),
+            "free_in_used_pages": len(used) * self.page - sum(used.values()),
+            "empty_pages": len(self.mappings) - len(used),
+            "committed_bytes": self.committed(),
+        }
+
+    def run(self, rows, stop_at=None):
+        """Checks `rows` (the log, header first), up to and with line `stop_at` when given."""
         header = next(rows, None)
         if header != ["event", "id", "offset", "size"]:
             self.fail(f"header {header}, not event,id,offset,size")
         for row in rows:
+            if stop_at is not None and self.line >= stop_at:
+                return
             self.line += 1
             try:
                 event = row[0]
@@ -250,6 +295,7 @@ def main():
     parser.add_argument("--json", help="the replay's --json output for the same run, to compare figures with")
     parser.add_argument("--page-size", type=int, default=2 << 20, help="virtual-heap page size (default 2 MiB)")
     parser.add_argument("--kinds", action="store_true", help="also print the driver operations by kind")
+    parser.add_argument("--peaks", action="store_true", help="also print where the memory is at the two peaks")
     args = parser.parse_args()
     checker = Checker(args.page_size)
     row = None
@@ -286,6 +332,30 @@ def main():
             f"pages shown again elsewhere, {kinds['both']} of both, {kinds['unmaps']} unmaps, "
             f"{kinds['blocks']} block creations and destructions"
         )
+    if args.peaks:
+        for what, line in (("live", checker.peak_live_line), ("committed", checker.peak_committed_line)):
+            if line is None:
+                continue
+            at = Checker(args.page_size)
+            with open(args.log, newline="") as file:
+                at.run(csv.reader(file), stop_at=line)
+            at = at.snapshot()
+            if what == "committed" and row and row.get("at_peak_live_bytes") is not None:
+                # The replay's own split of its peak committed bytes must be the same.
+                ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_pages"] * args.page_size)
+                theirs = (row["at_peak_live_bytes"], row["at_peak_partly_used_bytes"], row["at_peak_empty_bytes"])
+                # The heap counts the pages of the ranges it placed, which can be longer than the requests (a
+                # growing series' members), and holds its small region's first page with nothing on it: pages this
+                # log shows empty may be in use to it, never the other way round.
+                if (ours[0], ours[1] + ours[2]) != (theirs[0], theirs[1] + theirs[2]) or theirs[2] > ours[2]:
+                    print(f"{args.log}: at the peak committed bytes: live, partly used and empty bytes {ours} "
+                          f"recounted from the log, {theirs} in {args.json}", file=sys.stderr)
+                    return 1
+            print(
+                f"{args.log}: at the peak {what} bytes (line {at['line']}): {at['live_bytes']} live bytes on "
+                f"{at['pages_in_use']} pages in use ({at['free_in_used_pages']} bytes free in them), "
+                f"{at['empty_pages']} empty pages, {at['committed_bytes']} bytes committed"
+            )
     return 0
 
 

@@ -95,6 +95,34 @@ class CheckPlacements(unittest.TestCase):
         code, output = run(VIRTUAL)
         self.assertNotIn("by kind", output)
 
+    def test_peaks_say_where_the_memory_is_and_must_match_the_replays_split(self):
+        # Three pages mapped for the first allocation (the peak committed, read once it is placed: one page in
+        # use, two empty); the peak live bytes later, on two pages, one of them full, with page 0 empty.
+        lines = [f"map,,0,{3 * PAGE}", "pages,0,0,3", "alloc,1,0,1000", f"alloc,2,{PAGE},{PAGE}", "free,1,,",
+                 f"alloc,3,{2 * PAGE},{PAGE // 2}", "free,2,,", "free,3,,"]
+        figures = {"allocations": 3, "driver_ops": 1, "peak_committed_bytes": 3 * PAGE,
+                   "peak_live_bytes": PAGE + PAGE // 2, "at_peak_live_bytes": 1000,
+                   "at_peak_partly_used_bytes": PAGE - 1000, "at_peak_empty_bytes": 2 * PAGE}
+        code, output = run(lines, figures, extra=["--peaks"])
+        self.assertEqual(code, 0, output)
+        self.assertIn(f"at the peak live bytes (line 7): {PAGE + PAGE // 2} live bytes on 2 pages in use "
+                      f"({PAGE // 2} bytes free in them), 1 empty pages, {3 * PAGE} bytes committed", output)
+        self.assertIn(f"at the peak committed bytes (line 4): 1000 live bytes on 1 pages in use ({PAGE - 1000} "
+                      f"bytes free in them), 2 empty pages, {3 * PAGE} bytes committed", output)
+        for key in ("at_peak_live_bytes", "at_peak_partly_used_bytes", "at_peak_empty_bytes"):
+            code, output = run(lines, dict(figures, **{key: figures[key] + 1}), extra=["--peaks"])
+            self.assertEqual(code, 1, output)
+            self.assertIn("recounted from the log", output)
+        # A page the log shows empty may be in use to the heap (a range longer than its request), not the reverse.
+        fewer_empty = dict(figures, at_peak_partly_used_bytes=2 * PAGE - 1000, at_peak_empty_bytes=PAGE)
+        code, output = run(lines, fewer_empty, extra=["--peaks"])
+        self.assertEqual(code, 0, output)
+        more_empty = dict(figures, at_peak_partly_used_bytes=0, at_peak_empty_bytes=3 * PAGE - 1000)
+        code, output = run(lines, more_empty, extra=["--peaks"])
+        self.assertEqual(code, 1, output)
+        code, output = run(lines)
+        self.assertNotIn("at the peak", output)
+
     def test_figures_that_differ_from_the_replays_fail(self):
         for key in VIRTUAL_FIGURES:
             figures = dict(VIRTUAL_FIGURES, **{key: VIRTUAL_FIGURES[key] + 1})
