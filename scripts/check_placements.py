@@ -341,7 +341,7 @@ def main():
                 at.run(csv.reader(file), stop_at=line)
             at = at.snapshot()
             if what == "committed" and row and row.get("at_peak_live_bytes") is not None:
-                # The replay's own split of its peak committed bytes must be the same.
+                # The replay's own split of its peak committed bytes must agree with the log's.
                 ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_pages"] * args.page_size)
                 theirs = (row["at_peak_live_bytes"], row["at_peak_partly_used_bytes"], row["at_peak_empty_bytes"])
                 # The heap counts the pages of the ranges it placed, which can be longer than the requests (a

@@ -5709,8 +5709,8 @@ def phi_small_sample_generate(torch):
     untied 51k embeddings, 71 M parameters), fp16 (`generate_rounds`), `generate` sampling at temperature 0.7 with
     nucleus sampling (top-p 0.95) and a repetition penalty of 1.2 (a gather and a scatter over the tokens so far every
     step), two samples per prompt (`num_return_sequences`: the prompts and the cache doubled), 4 rounds of (prompts,
-    prompt length, new tokens) (4, 128, 48), (8, 64, 40), (2, 384, 56), (12, 96, 32): meant as a heap of about 200
-    MiB."""
+    prompt length, new tokens) (4, 128, 48), (8, 64, 40), (2, 384, 56), (12, 96, 32): a heap of 278 MiB at its peak
+    (recorded 2026-12-03)."""
     from transformers import PhiConfig, PhiForCausalLM
 
     torch.manual_seed(0)
@@ -5730,7 +5730,8 @@ def deit_small_half_infer(torch):
     patches of 16, a class and a distillation token with a head each, averaged, 1,000 classes, 22 M parameters)
     moved to the GPU in fp32 and converted there (`infer_converted`: `.cuda().half()`), 9 (batch, image side) shapes
     from (1, 224) to (128, 224) and (4, 384), each twice, the position embeddings interpolated (bicubic) to every
-    side other than 224 (`interpolate_pos_encoding`): a converted classifier's heap meant to be about 250 MiB."""
+    side other than 224 (`interpolate_pos_encoding`): a converted classifier's heap of 335 MiB at its peak
+    (recorded 2026-12-03)."""
     from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher
 
     config = DeiTConfig(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536,
@@ -5751,7 +5752,7 @@ def sac_replay_train(torch):
     then 160 iterations of one environment step with the policy and one update on 256 transitions drawn at random
     (the critics' gradients from the policy loss left until the next critic update), and every 40 iterations a
     deterministic evaluation of 64 environments for 25 steps: one large buffer beside many small tensors, a heap
-    meant to be about 120 MiB."""
+    of 173 MiB at its peak (recorded 2026-12-03)."""
     import copy
     import math
 
@@ -5865,8 +5866,8 @@ def mpnet_sorted_embed_infer(torch):
     eager attention), fp16, 1,536 sentences of 6 to 256 tokens (mostly short: 6 + 250 u^3) sorted longest first and
     encoded 32 at a time, each batch padded on the right (token 1) to its own longest: 48 batches whose shapes
     shrink step by step; embeddings mean-pooled over the attention mask, normalized and kept on the GPU, put back in
-    input order at the end and compared all against all: a heap meant to be about 400 MiB, at its peak in the
-    first batches."""
+    input order at the end and compared all against all: a heap of 471 MiB at its peak, in the first
+    batches (recorded 2026-12-03)."""
     import random
 
     from transformers import MPNetConfig, MPNetModel
@@ -5911,7 +5912,8 @@ def m2m100_small_beam_generate(torch):
     layer, 110 M parameters), fp16 (`generate_padded_rounds` with `dtype`), beam search with 5 beams returning the
     best 2 of each (`num_return_sequences`) for 4 rounds of (batch, input length, new tokens) (8, 128, 32),
     (2, 512, 40), (16, 64, 24), (4, 256, 32), inputs with random padding: each step's (batch x 5) x 128k scores
-    beside the beams' self- and cross-attention caches, reordered every step; a heap meant to be about 350 MiB."""
+    beside the beams' self- and cross-attention caches, reordered every step; a heap of 548 MiB at its peak
+    (recorded 2026-12-03)."""
     from transformers import M2M100Config, M2M100ForConditionalGeneration
 
     torch.manual_seed(0)
@@ -5933,7 +5935,7 @@ def deeplabv3_mobilenet_half_infer(torch):
     classes, no pretrained weights) moved to the GPU in fp32 and converted there (`.cuda().half()`, then
     channels-last), `infer_images` over 10 (batch, image side) shapes from (1, 1024) to (16, 320), each twice, both
     full-resolution outputs reduced to class maps (argmax in fp16): a heap of activations and upsampled outputs
-    beside 22 MB of weights, meant to be about 300 MiB."""
+    beside 22 MB of weights: 225 MiB at its peak (recorded 2026-12-03)."""
     import torchvision
 
     torch.manual_seed(0)
@@ -5954,7 +5956,7 @@ def xlmr_finetune_dynamic_bf16(torch):
     made and freed every step) with bf16 autocast (`train_bf16`), AdamW, 16 steps of 16 sequences of 12 to 256
     tokens (12 + 244 u^3) padded on the right (token 1) to the batch's longest rounded up to a multiple of 8, as a
     dynamic-padding collator does: another shape nearly every step; the fp32 weights, gradients and AdamW's moments
-    (4.4 GB) under activations of up to 4,096 tokens, a heap meant to be about 5 GiB."""
+    (4.4 GB) under activations of up to 4,096 tokens, a heap of 5.2 GiB at its peak (recorded 2026-12-03)."""
     import random
 
     from transformers import XLMRobertaConfig, XLMRobertaForSequenceClassification
@@ -5986,7 +5988,8 @@ def regnet_train_val_bf16(torch):
     `train_classifier` with bf16 autocast (no GradScaler), channels-last, SGD with Nesterov momentum and weight decay,
     label smoothing 0.1, 12 steps of 32 to 96 images of 224 pixels; after every fourth step a validation pass in
     eval mode under inference mode and bf16 autocast on 128 and then 64 images of 256 pixels, between training steps
-    whose activations are freed and whose weights and momentum stay: a heap meant to be 3 to 4 GiB."""
+    whose activations are freed and whose weights and momentum stay: a heap of 3.4 GiB at its peak (recorded
+    2026-12-03)."""
     import torchvision
 
     torch.manual_seed(0)
