@@ -258,14 +258,18 @@ class Checker:
             "committed_bytes": self.committed(),
         }
 
-    def run(self, rows, stop_at=None):
-        """Checks `rows` (the log, header first), up to and with line `stop_at` when given."""
+    def run(self, rows, snapshots_at=()):
+        """Checks `rows` (the log, header first); with `snapshots_at`, line numbers, only up to the last of them,
+        and returns the `snapshot` after each of those lines by line."""
         header = next(rows, None)
         if header != ["event", "id", "offset", "size"]:
             self.fail(f"header {header}, not event,id,offset,size")
+        snapshots, last = {}, max(snapshots_at, default=None)
         for row in rows:
-            if stop_at is not None and self.line >= stop_at:
-                return
+            if self.line in snapshots_at:
+                snapshots[self.line] = self.snapshot()
+            if self.line == last:
+                return snapshots
             self.line += 1
             try:
                 event = row[0]
@@ -285,8 +289,11 @@ class Checker:
                     self.fail(f"unknown event {event!r}")
             except (IndexError, ValueError):
                 self.fail(f"malformed line {row}")
+        if self.line in snapshots_at:
+            snapshots[self.line] = self.snapshot()
         self.count_mapping()
         self.settle_map()
+        return snapshots
 
 
 def main():
@@ -333,13 +340,13 @@ def main():
             f"{kinds['blocks']} block creations and destructions"
         )
     if args.peaks:
-        for what, line in (("live", checker.peak_live_line), ("committed", checker.peak_committed_line)):
-            if line is None:
-                continue
-            at = Checker(args.page_size)
-            with open(args.log, newline="") as file:
-                at.run(csv.reader(file), stop_at=line)
-            at = at.snapshot()
+        peaks = [("live", checker.peak_live_line), ("committed", checker.peak_committed_line)]
+        peaks = [(what, line) for what, line in peaks if line is not None]
+        with open(args.log, newline="") as file:
+            # One more pass, as far as the later peak.
+            snapshots = Checker(args.page_size).run(csv.reader(file), {line for _, line in peaks})
+        for what, line in peaks:
+            at = snapshots[line]
             if what == "committed" and row and row.get("at_peak_live_bytes") is not None:
                 # The replay's own split of its peak committed bytes must agree with the log's.
                 ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_pages"] * args.page_size)
