@@ -324,6 +324,25 @@ def main():
             for key, value in figures.items():
                 if row[key] != value:
                     raise Violation(f"{key}: {value} recounted from the log, {row[key]} in {args.json}")
+        peaks = []
+        if args.peaks:
+            peaks = [("live", checker.peak_live_line), ("committed", checker.peak_committed_line)]
+            peaks = [(what, line) for what, line in peaks if line is not None]
+            with open(args.log, newline="") as file:
+                # One more pass, as far as the later peak.
+                snapshots = Checker(args.page_size).run(csv.reader(file), {line for _, line in peaks})
+            peaks = [(what, snapshots[line]) for what, line in peaks]
+            at = dict(peaks).get("committed")
+            if at and row and row.get("at_peak_live_bytes") is not None:
+                # The replay's own split of its peak committed bytes must agree with the log's. The heap counts
+                # the pages of the ranges it placed, which can be longer than the requests (a growing series'
+                # members), and holds its small region's first page with nothing on it: pages this log shows
+                # empty may be in use to it, never the other way round.
+                ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_pages"] * args.page_size)
+                theirs = (row["at_peak_live_bytes"], row["at_peak_partly_used_bytes"], row["at_peak_empty_bytes"])
+                if (ours[0], ours[1] + ours[2]) != (theirs[0], theirs[1] + theirs[2]) or theirs[2] > ours[2]:
+                    raise Violation(f"at the peak committed bytes: live, partly used and empty bytes {ours} "
+                                    f"recounted from the log, {theirs} in {args.json}")
     except Violation as violation:
         print(f"{args.log}: {violation}", file=sys.stderr)
         return 1
@@ -339,30 +358,12 @@ def main():
             f"pages shown again elsewhere, {kinds['both']} of both, {kinds['unmaps']} unmaps, "
             f"{kinds['blocks']} block creations and destructions"
         )
-    if args.peaks:
-        peaks = [("live", checker.peak_live_line), ("committed", checker.peak_committed_line)]
-        peaks = [(what, line) for what, line in peaks if line is not None]
-        with open(args.log, newline="") as file:
-            # One more pass, as far as the later peak.
-            snapshots = Checker(args.page_size).run(csv.reader(file), {line for _, line in peaks})
-        for what, line in peaks:
-            at = snapshots[line]
-            if what == "committed" and row and row.get("at_peak_live_bytes") is not None:
-                # The replay's own split of its peak committed bytes must agree with the log's.
-                ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_pages"] * args.page_size)
-                theirs = (row["at_peak_live_bytes"], row["at_peak_partly_used_bytes"], row["at_peak_empty_bytes"])
-                # The heap counts the pages of the ranges it placed, which can be longer than the requests (a
-                # growing series' members), and holds its small region's first page with nothing on it: pages this
-                # log shows empty may be in use to it, never the other way round.
-                if (ours[0], ours[1] + ours[2]) != (theirs[0], theirs[1] + theirs[2]) or theirs[2] > ours[2]:
-                    print(f"{args.log}: at the peak committed bytes: live, partly used and empty bytes {ours} "
-                          f"recounted from the log, {theirs} in {args.json}", file=sys.stderr)
-                    return 1
-            print(
-                f"{args.log}: at the peak {what} bytes (line {at['line']}): {at['live_bytes']} live bytes on "
-                f"{at['pages_in_use']} pages in use ({at['free_in_used_pages']} bytes free in them), "
-                f"{at['empty_pages']} empty pages, {at['committed_bytes']} bytes committed"
-            )
+    for what, at in peaks:
+        print(
+            f"{args.log}: at the peak {what} bytes (line {at['line']}): {at['live_bytes']} live bytes on "
+            f"{at['pages_in_use']} pages in use ({at['free_in_used_pages']} bytes free in them), "
+            f"{at['empty_pages']} empty pages, {at['committed_bytes']} bytes committed"
+        )
     return 0
 
 

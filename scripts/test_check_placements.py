@@ -113,6 +113,7 @@ class CheckPlacements(unittest.TestCase):
             code, output = run(lines, dict(figures, **{key: figures[key] + 1}), extra=["--peaks"])
             self.assertEqual(code, 1, output)
             self.assertIn("recounted from the log", output)
+            self.assertNotIn("checks out", output)
         # A page the log shows empty may be in use to the heap (a range longer than its request), not the reverse.
         fewer_empty = dict(figures, at_peak_partly_used_bytes=2 * PAGE - 1000, at_peak_empty_bytes=PAGE)
         code, output = run(lines, fewer_empty, extra=["--peaks"])
