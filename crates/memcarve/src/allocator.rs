@@ -652,7 +652,10 @@ impl<D: Device> Allocator<D> {
         let result = self.allocate_inner(desc);
         match &result {
             Ok(allocation) => {
-                self.type_counters[allocation.memory_type() as usize].add_live(desc.size);
+                // A virtual heap counts its own, under its lock.
+                if !matches!(allocation.raw.place, Place::Virtual { .. }) {
+                    self.type_counters[allocation.memory_type() as usize].add_live(desc.size);
+                }
                 if allocation.raw.front_margin > 0 {
                     self.write_margins(allocation);
                 }
@@ -1155,16 +1158,13 @@ impl<D: Device> Allocator<D> {
         }
         let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
         heap.observe(self.config.event_capacity > 0);
-        let before = heap.stats();
+        let before = heap.committed_bytes();
         let mut placed = heap.allocate(vm, desc.size, desc.alignment, may_commit);
         if matches!(placed, Err(DeviceError::OutOfDeviceMemory)) && heap.trim(vm) > 0 {
             AtomicDiagnostics::bump(&self.diagnostics.reclaims);
             placed = heap.allocate(vm, desc.size, desc.alignment, may_commit);
         }
-        let after = self.heap_changed(memory_type, heap, before);
-        if matches!(placed, Ok(Some(_))) && after.commits == before.commits {
-            AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
-        }
+        self.heap_changed(memory_type, heap, before);
         match placed.map_err(device_error)? {
             Some(placement) => Ok(Allocation {
                 raw: RawAllocation {
@@ -1219,18 +1219,11 @@ impl<D: Device> Allocator<D> {
         core::ptr::NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize))
     }
 
-    /// Accounts for a virtual-heap operation: committed bytes and page events. Returns the heap's counters after it.
-    fn heap_changed(
-        &self,
-        memory_type: u32,
-        heap: &mut VirtualHeap<D::Virtual>,
-        before: VirtualHeapStats,
-    ) -> VirtualHeapStats {
-        let after = heap.stats();
-        self.diagnostics.change_committed(
-            after.committed_bytes.saturating_sub(before.committed_bytes),
-            before.committed_bytes.saturating_sub(after.committed_bytes),
-        );
+    /// Accounts for a virtual-heap operation: committed bytes (`before` it: [`VirtualHeap::committed_bytes`])
+    /// and page events.
+    fn heap_changed(&self, memory_type: u32, heap: &mut VirtualHeap<D::Virtual>, before: u64) {
+        let after = heap.committed_bytes();
+        self.diagnostics.change_committed(after.saturating_sub(before), before.saturating_sub(after));
         if self.config.event_capacity > 0 {
             let mut ring = lock(&self.events);
             for event in heap.drain_pending() {
@@ -1242,7 +1235,6 @@ impl<D: Device> Allocator<D> {
                 });
             }
         }
-        after
     }
 
     /// Counters of a memory type's virtual heap, if it has one yet.
@@ -1693,7 +1685,7 @@ impl<D: Device> Allocator<D> {
             for (memory_type, heap) in self.heaps.iter().enumerate() {
                 if let Some(heap) = lock(heap).as_mut() {
                     heap.observe(self.config.event_capacity > 0);
-                    let before = heap.stats();
+                    let before = heap.committed_bytes();
                     heap.trim(vm);
                     self.heap_changed(memory_type as u32, heap, before);
                 }
@@ -1710,15 +1702,17 @@ impl<D: Device> Allocator<D> {
         let raw = allocation.raw;
         let intact = raw.front_margin == 0 || raw.allocator != self.id || self.margins_intact(&allocation);
         self.free_inner(raw)?;
+        // A virtual heap counts its own, under its lock.
+        if !matches!(raw.place, Place::Virtual { .. }) {
+            self.type_counters[raw.memory_type as usize].remove_live(raw.size);
+        }
         if !intact {
             // The allocation is freed all the same (keeping it would leak it); the damage is reported.
-            self.type_counters[raw.memory_type as usize].remove_live(raw.size);
             return Err(Error::Corruption {
                 memory_type: raw.memory_type,
                 offset: raw.offset - raw.front_margin,
             });
         }
-        self.type_counters[raw.memory_type as usize].remove_live(raw.size);
         self.record(|| EventKind::Freed { memory_type: raw.memory_type, size: raw.size, offset: raw.offset });
         Ok(())
     }
@@ -1773,7 +1767,7 @@ impl<D: Device> Allocator<D> {
                 let mut slot = lock(&self.heaps[raw.memory_type as usize]);
                 let heap = slot.as_mut().ok_or(Error::ForeignAllocation)?;
                 heap.observe(self.config.event_capacity > 0);
-                let before = heap.stats();
+                let before = heap.committed_bytes();
                 let result = heap.free(vm, Handle::from_raw(handle), raw.size).map_err(|error| match error {
                     memcarve_core::Error::ForeignHandle => Error::ForeignAllocation,
                     _ => Error::DoubleFree,
@@ -1938,15 +1932,21 @@ impl<D: Device> Allocator<D> {
     pub fn diagnostics(&self) -> Diagnostics {
         let d = &self.diagnostics;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let heaps = self.heaps.iter().filter_map(|heap| lock(heap).as_ref().map(VirtualHeap::diagnostics));
+        let (reuses, peak_allocations, peak_bytes) = heaps.fold((0, 0, 0), |sum, heap| {
+            (sum.0 + heap.reuses, sum.1 + heap.peak_allocations, sum.2 + heap.peak_live_bytes)
+        });
         Diagnostics {
             block_creations: load(&d.block_creations),
             block_destructions: load(&d.block_destructions),
-            block_reuses: self.type_counters.iter().map(|t| load(&t.block_reuses)).sum(),
+            block_reuses: reuses + self.type_counters.iter().map(|t| load(&t.block_reuses)).sum::<u64>(),
             fallbacks: load(&d.fallbacks),
             reclaims: load(&d.reclaims),
             failures: load(&d.failures),
-            peak_live_allocations: self.type_counters.iter().map(|t| load(&t.peak_live_allocations)).sum(),
-            peak_live_bytes: self.type_counters.iter().map(|t| load(&t.peak_live_bytes)).sum(),
+            peak_live_allocations: peak_allocations
+                + self.type_counters.iter().map(|t| load(&t.peak_live_allocations)).sum::<u64>(),
+            peak_live_bytes: peak_bytes
+                + self.type_counters.iter().map(|t| load(&t.peak_live_bytes)).sum::<u64>(),
             peak_committed_bytes: load(&d.peak_committed_bytes),
         }
     }
@@ -1962,6 +1962,11 @@ impl<D: Device> Allocator<D> {
             t.block_reuses.store(0, Ordering::Relaxed);
             t.peak_live_allocations.store(t.live_allocations.load(Ordering::Relaxed), Ordering::Relaxed);
             t.peak_live_bytes.store(t.live_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        for heap in self.heaps.iter() {
+            if let Some(heap) = lock(heap).as_mut() {
+                heap.reset_diagnostics();
+            }
         }
         d.peak_committed_bytes.store(d.committed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
     }
@@ -2060,7 +2065,9 @@ impl<D: Device> Allocator<D> {
 
     /// Bytes of live allocations (as requested).
     pub fn used_bytes(&self) -> u64 {
-        self.type_counters.iter().map(|t| t.live_bytes.load(Ordering::Relaxed)).sum()
+        let outside_heaps: u64 =
+            self.type_counters.iter().map(|t| t.live_bytes.load(Ordering::Relaxed)).sum();
+        outside_heaps + self.virtual_sum(|stats| stats.live_bytes)
     }
 
     /// Checks every pool's sub-allocators and the block accounting (O(n)); for tests.

@@ -118,8 +118,9 @@ pub struct Diagnostics {
     pub reclaims: u64,
     /// Requests refused.
     pub failures: u64,
-    /// The most allocations live at once, summed over memory types: each type's peak is exact; the sum is an
-    /// upper bound of the overall peak when types peaked at different times. (Tracking one overall peak would
+    /// The most allocations live at once, summed over memory types, and within a memory type over its virtual
+    /// heap (which counts its own, under its lock) and its blocks: each of those peaks is exact; the sum is an
+    /// upper bound of the overall peak when they peaked at different times. (Tracking one overall peak would
     /// make every thread write one shared counter.)
     pub peak_live_allocations: u64,
     /// The most bytes live at once (as requested), summed over memory types like `peak_live_allocations`.

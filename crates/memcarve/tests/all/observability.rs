@@ -72,6 +72,44 @@ fn diagnostics_count_and_keep_high_water_marks() {
     assert_eq!(d.peak_committed_bytes, allocator.committed_bytes(), "the cached block is still committed");
 }
 
+/// A virtual heap counts its allocations itself (under its lock); the diagnostics and `used_bytes` add them to
+/// what the memory type's blocks count, and a reset starts both windows.
+#[test]
+fn diagnostics_count_a_virtual_heaps_allocations_beside_the_blocks() {
+    let device = simulated(MemoryProfile::discrete());
+    let allocator =
+        allocator(&device, AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()));
+    let desc = AllocationDesc::new("x", 1 << 20, MemoryLocation::GpuOnly);
+    let mut live: Vec<_> = (0..6).map(|_| allocator.allocate(&desc).unwrap()).collect();
+    let own = allocator
+        .allocate(
+            &AllocationDesc::new("d", 3 << 20, MemoryLocation::GpuOnly).with_dedicated(Dedicated::Required),
+        )
+        .unwrap();
+    assert_eq!(own.memory_type(), live[0].memory_type(), "the dedicated block is of the heap's memory type");
+    assert_eq!(allocator.used_bytes(), (6 << 20) + (3 << 20));
+    let d = allocator.diagnostics();
+    assert_eq!((d.peak_live_allocations, d.peak_live_bytes), (7, (6 << 20) + (3 << 20)));
+    // The first allocation mapped pages (with pages ahead for the next ones); the others found them ready.
+    let mapped_for = 1 + 5 - d.block_reuses;
+    assert!((1..=6).contains(&mapped_for), "{d:?}");
+    for allocation in live.drain(2..) {
+        allocator.free(allocation).unwrap();
+    }
+    assert_eq!(allocator.used_bytes(), (2 << 20) + (3 << 20));
+    assert_eq!(allocator.diagnostics().peak_live_allocations, 7, "peaks stay after frees");
+    allocator.reset_diagnostics();
+    let d = allocator.diagnostics();
+    assert_eq!((d.block_reuses, d.peak_live_allocations, d.peak_live_bytes), (0, 3, (2 << 20) + (3 << 20)));
+    let again = allocator.allocate(&desc).unwrap();
+    let d = allocator.diagnostics();
+    assert_eq!((d.block_reuses, d.peak_live_allocations), (1, 4), "its pages were ready: {d:?}");
+    for allocation in live.into_iter().chain([own, again]) {
+        allocator.free(allocation).unwrap();
+    }
+    assert_eq!(allocator.used_bytes(), 0);
+}
+
 #[test]
 fn event_ring_records_in_order_and_wraps() {
     let device = simulated(MemoryProfile::discrete());
