@@ -1928,7 +1928,8 @@ impl<D: Device> Allocator<D> {
         Ok(())
     }
 
-    /// Cumulative counters and high-water marks since creation or the last [`Allocator::reset_diagnostics`].
+    /// Cumulative counters and high-water marks since creation or the last [`Allocator::reset_diagnostics`]
+    /// (taking each virtual heap's lock in turn for the counts it keeps).
     pub fn diagnostics(&self) -> Diagnostics {
         let d = &self.diagnostics;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
