@@ -45,9 +45,10 @@ resnet18_train_then_half_infer, efficientnet_v2s_half_infer, deberta_small_infer
 mobilenet_v3s_train_eval, blenderbot_small_beam_generate, wavenet_conv1d_train, gpt_bigcode_small_generate,
 resnet50_autocast_bf16_infer, phi_small_sample_generate, deit_small_half_infer, sac_replay_train,
 mpnet_sorted_embed_infer, m2m100_small_beam_generate, deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
-regnet_train_val_bf16 (see WORKLOADS). Prints one line per snapshot with its figures, computed as
-traces/README.md defines them, and writes OUTDIR/summary.json (with the torch, CUDA and library versions and the
-GPU).
+regnet_train_val_bf16, fno_darcy_train, graph_attention_train, mlp_mixer_train, vqvae_hires_train,
+vocab_250k_chunked_train, sr_hires_train, gp_cholesky_fit, voxel_cnn_train (see WORKLOADS). Prints one line per
+snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
+torch, CUDA and library versions and the GPU).
 """
 
 import gc
@@ -6018,6 +6019,428 @@ def regnet_train_val_bf16(torch):
     return {"batches": batches, "losses": losses, "accuracies": accuracies}
 
 
+def fno_darcy_train(torch):
+    """A 2-D Fourier neural operator in plain torch (FNO, Darcy-flow-style): a coefficient field and its two
+    coordinates lifted to 64 channels by a 1 x 1 convolution, 4 Fourier layers that each multiply the 32 x 32 lowest
+    modes in two corners of the `rfft2` spectrum by complex weights of 64 x 64 x 32 x 32 (32 MiB each, 256 MiB of
+    complex64 weights in all, with their Adam states) and add a 1 x 1 convolution, GELU between, and a projection
+    64 -> 128 -> 1; fp32 (cuFFT `rfft2` / `irfft2`), Adam, a relative L2 loss, 6 steps of (batch, grid side) from
+    (20, 256) to (4, 512): activations of 256 to 320 MiB each."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    width, modes = 64, 32
+
+    class Spectral(nn.Module):
+        def __init__(self):
+            super().__init__()
+            scale = 1 / (width * width)
+            self.low = nn.Parameter(scale * torch.randn(width, width, modes, modes, dtype=torch.cfloat))
+            self.high = nn.Parameter(scale * torch.randn(width, width, modes, modes, dtype=torch.cfloat))
+
+        def forward(self, x):
+            side = x.shape[-1]
+            spectrum = torch.fft.rfft2(x)
+            out = torch.zeros(x.shape[0], width, side, side // 2 + 1, dtype=torch.cfloat, device=x.device)
+            out[:, :, :modes, :modes] = torch.einsum("bixy,ioxy->boxy", spectrum[:, :, :modes, :modes], self.low)
+            out[:, :, -modes:, :modes] = torch.einsum("bixy,ioxy->boxy", spectrum[:, :, -modes:, :modes], self.high)
+            return torch.fft.irfft2(out, s=(side, side))
+
+    class Fno(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lift = nn.Conv2d(3, width, 1)
+            self.spectral = nn.ModuleList(Spectral() for _ in range(4))
+            self.pointwise = nn.ModuleList(nn.Conv2d(width, width, 1) for _ in range(4))
+            self.project = nn.Sequential(nn.Conv2d(width, 128, 1), nn.GELU(), nn.Conv2d(128, 1, 1))
+
+        def forward(self, field):
+            batch, _, side, _ = field.shape
+            axis = torch.linspace(0, 1, side, device=field.device)
+            coords = torch.stack(torch.meshgrid(axis, axis, indexing="ij")).expand(batch, -1, -1, -1)
+            x = self.lift(torch.cat([field, coords], dim=1))
+            for index, (spectral, pointwise) in enumerate(zip(self.spectral, self.pointwise)):
+                x = spectral(x) + pointwise(x)
+                if index < len(self.spectral) - 1:
+                    x = F.gelu(x)
+            return self.project(x)
+
+    model = Fno()
+    steps = [(20, 256), (8, 384), (4, 512), (16, 256), (6, 448), (12, 320)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, side in steps:
+        field = torch.rand(batch, 1, side, side, device="cuda", generator=gen)
+        target = torch.randn(batch, 1, side, side, device="cuda", generator=gen)
+        error = (model(field) - target).flatten(1).norm(dim=1) / target.flatten(1).norm(dim=1)
+        loss = error.mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del field, target, error, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def graph_attention_train(torch):
+    """Full-batch graph attention (GAT-style) training in plain torch on one fixed random graph of 250,000 nodes (128
+    features) with 3 million random directed edges plus a self loop per node: two attention layers of 4 heads x 32
+    (ELU between) and an output layer of one head over 40 classes. In each layer every edge gets a score (a leaky
+    ReLU of its ends' projections), the scores are softmaxed over each node's incoming edges (the maximum by
+    `scatter_reduce`, the sums by `index_add_`) and the weighted messages summed by `index_add_`: gathered edge
+    features of 3.25 million x 128 (1.6 GB) per hidden layer. fp32, Adam, 6 full-graph steps, the loss on the first
+    100,000 nodes."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    nodes, edges, features, classes, train = 250_000, 3_000_000, 128, 40, 100_000
+
+    class Attention(nn.Module):
+        def __init__(self, width_in, heads, width):
+            super().__init__()
+            self.heads, self.width = heads, width
+            self.lin = nn.Linear(width_in, heads * width, bias=False)
+            self.att_src = nn.Parameter(torch.randn(heads, width) * width ** -0.5)
+            self.att_dst = nn.Parameter(torch.randn(heads, width) * width ** -0.5)
+            self.bias = nn.Parameter(torch.zeros(heads * width))
+
+        def forward(self, x, src, dst):
+            h = self.lin(x).view(-1, self.heads, self.width)
+            score = F.leaky_relu((h * self.att_src).sum(-1)[src] + (h * self.att_dst).sum(-1)[dst], 0.2)
+            peak = score.new_full((x.shape[0], self.heads), float("-inf")).scatter_reduce(
+                0, dst[:, None].expand(-1, self.heads), score.detach(), reduce="amax", include_self=False)
+            weight = (score - peak[dst]).exp()
+            total = weight.new_zeros(x.shape[0], self.heads).index_add_(0, dst, weight)
+            alpha = weight / total[dst]
+            out = h.new_zeros(h.shape).index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
+            return out.flatten(1) + self.bias
+
+    layers = nn.ModuleList([Attention(features, 4, 32), Attention(128, 4, 32), Attention(128, 1, classes)])
+    start_recording(torch)
+    layers = layers.cuda().train()
+    opt = torch.optim.Adam(layers.parameters(), lr=5e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    loops = torch.arange(nodes, device="cuda")
+    src = torch.cat([torch.randint(0, nodes, (edges,), device="cuda", generator=gen), loops])
+    dst = torch.cat([torch.randint(0, nodes, (edges,), device="cuda", generator=gen), loops])
+    x = torch.randn(nodes, features, device="cuda", generator=gen)
+    labels = torch.randint(0, classes, (nodes,), device="cuda", generator=gen)
+    losses, accuracies = [], []
+    for _ in range(6):
+        h = x
+        for index, layer in enumerate(layers):
+            h = layer(h, src, dst)
+            if index < len(layers) - 1:
+                h = F.elu(h)
+        loss = F.cross_entropy(h[:train], labels[:train])
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        accuracies.append(float((h[train:].argmax(1) == labels[train:]).float().mean().item()))
+        del h, loss
+    del layers, opt, loops, src, dst, x, labels
+    return {"losses": losses, "accuracies": accuracies}
+
+
+def mlp_mixer_train(torch):
+    """MLP-Mixer image classification training in plain torch (Mixer-B/16-wide, 8 blocks: 16 x 16 patches embedded
+    to 768 channels by a strided convolution, each block a token-mixing MLP 196 -> 384 -> 196 across the patches and
+    a channel-mixing MLP 768 -> 3,072 -> 768, pre-norm with residuals; mean pooling, 1000 classes), bf16 autocast,
+    AdamW, 5 steps at large batches (128, 256, 192, 96, 224) of 224-pixel images: channel-MLP hidden activations of
+    up to 294 MiB."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    width, tokens = 768, 196
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.token_mlp = nn.Sequential(nn.Linear(tokens, 384), nn.GELU(), nn.Linear(384, tokens))
+            self.channel_mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x):
+            x = x + self.token_mlp(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+            return x + self.channel_mlp(self.norm2(x))
+
+    class Mixer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(3, width, 16, 16)
+            self.blocks = nn.Sequential(*[Block() for _ in range(8)])
+            self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, 1000)
+
+        def forward(self, images):
+            x = self.blocks(self.patch(images).flatten(2).transpose(1, 2))
+            return self.head(self.norm(x).mean(1))
+
+    batches = [128, 256, 192, 96, 224]
+    losses = train_classifier(torch, Mixer(), [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05),
+                              autocast_dtype=torch.bfloat16)
+    return {"batches": batches, "losses": losses}
+
+
+def vqvae_hires_train(torch):
+    """A VQ-VAE in plain torch at high resolution: an encoder of two stride-2 4 x 4 convolutions (3 -> 128 -> 256)
+    and two residual blocks to a 64-wide latent at a quarter of the image side, a codebook of 4,096 x 64, a decoder
+    of two residual blocks and two transposed convolutions back to the image; each latent's nearest code from one
+    `addmm` of squared distances (latents x 4,096 fp32: 1.7 to 2.3 GiB, without gradients), straight-through
+    gradients, codebook and commitment losses beside the reconstruction's; fp32, Adam, 6 steps of (batch, image
+    side) from (12, 384) to (2, 1024)."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    codes, dim = 4096, 64
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.ReLU(), nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(), nn.Conv2d(256, 256, 1))
+
+        def forward(self, x):
+            return x + self.body(x)
+
+    class VqVae(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Sequential(nn.Conv2d(3, 128, 4, 2, 1), nn.ReLU(), nn.Conv2d(128, 256, 4, 2, 1),
+                                         Residual(), Residual(), nn.ReLU(), nn.Conv2d(256, dim, 1))
+            self.codebook = nn.Parameter(torch.empty(codes, dim).uniform_(-1 / codes, 1 / codes))
+            self.decoder = nn.Sequential(nn.Conv2d(dim, 256, 3, padding=1), Residual(), Residual(), nn.ReLU(),
+                                         nn.ConvTranspose2d(256, 128, 4, 2, 1), nn.ReLU(),
+                                         nn.ConvTranspose2d(128, 3, 4, 2, 1))
+
+        def forward(self, images):
+            z = self.encoder(images)
+            batch, _, rows, cols = z.shape
+            with torch.no_grad():
+                flat = z.permute(0, 2, 3, 1).reshape(-1, dim)
+                scores = torch.addmm(self.codebook.square().sum(1), flat, self.codebook.t(), alpha=-2)
+                index = scores.argmin(1)
+                del flat, scores
+            quantized = F.embedding(index, self.codebook).view(batch, rows, cols, dim).permute(0, 3, 1, 2)
+            vq_loss = F.mse_loss(quantized, z.detach()) + 0.25 * F.mse_loss(z, quantized.detach())
+            return self.decoder(z + (quantized - z).detach()), vq_loss, index
+
+    model = VqVae()
+    steps = [(8, 512), (4, 768), (2, 1024), (6, 640), (12, 384), (3, 896)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=2e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses, used = [], []
+    for batch, side in steps:
+        images = torch.rand(batch, 3, side, side, device="cuda", generator=gen) * 2 - 1
+        recon, vq_loss, index = model(images)
+        loss = F.mse_loss(recon, images) + vq_loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        used.append(int(torch.bincount(index, minlength=codes).count_nonzero().item()))
+        del images, recon, vq_loss, index, loss
+    del model, opt
+    return {"steps": steps, "losses": losses, "codes_used": used}
+
+
+def vocab_250k_chunked_train(torch):
+    """A language model with a 250k vocabulary whose loss is computed in chunks, in plain torch: `decoder_lm`'s
+    2-layer trunk (768 wide, 12 heads, flash attention) with its output head tied to the 250,002 x 768 embedding
+    (192 M parameters: 732 MiB in fp32, a dense gradient and AdamW states of the same size); the next-token
+    cross-entropy is taken 2,048 tokens at a time, each chunk's head and loss under activation checkpointing, so that
+    only one chunk's logits (2,048 x 250,002: 977 MiB in bf16, 1.9 GiB as fp32 for the loss) are live at once, built
+    again in the backward pass; bf16 autocast, 4 steps of (batch, tokens) (16, 2048), (8, 4096), (4, 8192),
+    (12, 2048)."""
+    import types
+
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    vocab, chunk = 250_002, 2048
+
+    class ChunkedLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm = decoder_lm(torch, 768, 2, 12, vocab)
+            self.lm.head.weight = self.lm.embed.weight
+            nn.init.normal_(self.lm.embed.weight, std=0.02)
+
+        def forward(self, input_ids):
+            lm = self.lm
+            x = lm.embed(input_ids[:, :-1])
+            for block in lm.blocks:
+                x = block(x)
+            hidden, targets = lm.norm(x).flatten(0, 1), input_ids[:, 1:].flatten()
+
+            def chunk_loss(h, t):
+                return F.cross_entropy(lm.head(h).float(), t, reduction="sum")
+
+            total = 0
+            for start in range(0, targets.numel(), chunk):
+                total = total + checkpoint(chunk_loss, hidden[start:start + chunk], targets[start:start + chunk],
+                                           use_reentrant=False)
+            return types.SimpleNamespace(loss=total / targets.numel())
+
+    steps = [(16, 2048), (8, 4096), (4, 8192), (12, 2048)]
+    losses = train_bf16(torch, ChunkedLoss(), steps, token_inputs(torch, vocab),
+                        lambda params: torch.optim.AdamW(params, lr=3e-4, weight_decay=0.01))
+    return {"steps": steps, "losses": losses}
+
+
+def sr_hires_train(torch):
+    """Image super-resolution training at high resolution with an EDSR-baseline-style network in plain torch (a
+    3 x 3 convolution to 64 channels, 16 residual blocks of two convolutions scaled by 0.1, a global skip, x2
+    upsampling by a convolution to 256 channels and PixelShuffle(2), a convolution to RGB), bf16 autocast,
+    channels-last, AdamW, an L1 loss against the high-resolution image (the input its 2 x 2 average), 6 steps of
+    (batch, low-resolution side) from (24, 192) to (4, 512): feature maps of 108 to 150 MiB each, two of them kept
+    for the backward pass per residual block."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1))
+
+        def forward(self, x):
+            return x + 0.1 * self.body(x)
+
+    class Edsr(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Conv2d(3, 64, 3, padding=1)
+            self.body = nn.Sequential(*[Block() for _ in range(16)], nn.Conv2d(64, 64, 3, padding=1))
+            self.tail = nn.Sequential(nn.Conv2d(64, 256, 3, padding=1), nn.PixelShuffle(2),
+                                      nn.Conv2d(64, 3, 3, padding=1))
+
+        def forward(self, x):
+            h = self.head(x)
+            return self.tail(h + self.body(h))
+
+    model = Edsr()
+    steps = [(16, 256), (8, 384), (4, 512), (24, 192), (12, 320), (16, 256)]
+    start_recording(torch)
+    model = model.cuda().to(memory_format=torch.channels_last).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, side in steps:
+        high = torch.rand(batch, 3, 2 * side, 2 * side, device="cuda", generator=gen)
+        low = F.avg_pool2d(high, 2).contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.l1_loss(model(low).float(), high)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del high, low, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def gp_cholesky_fit(torch):
+    """Gaussian-process regression without a model, fp64: 4 independent GPs of 5,120 points in 8 dimensions (targets
+    a sum of sines plus noise) fit by their exact marginal likelihood; each of 6 Adam steps builds the RBF kernel
+    matrices (4 x 5,120 x 5,120: 800 MiB, a handful of such temporaries) from squared distances by `baddbmm`, adds
+    the noise variance, factors them (`linalg.cholesky`), solves for the weights (`cholesky_solve`), takes the
+    log-determinant from the factor's diagonal and back-propagates through all of it to the per-dimension
+    lengthscales and the signal and noise variances; then 2,048 test points per GP are predicted (means, and
+    variances through `linalg.solve_triangular`)."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    gps, points, dims, tests, f64 = 4, 5120, 8, 2048, torch.float64
+    start_recording(torch)
+    x = torch.rand(gps, points, dims, device="cuda", dtype=f64, generator=gen)
+    noise = torch.randn(gps, points, 1, device="cuda", dtype=f64, generator=gen)
+    y = torch.sin(6 * x).sum(-1, keepdim=True) + 0.1 * noise
+    log_length = torch.zeros(gps, 1, dims, device="cuda", dtype=f64, requires_grad=True)
+    log_signal = torch.zeros(gps, 1, 1, device="cuda", dtype=f64, requires_grad=True)
+    log_noise = torch.full((gps, 1, 1), -2.0, device="cuda", dtype=f64, requires_grad=True)
+    opt = torch.optim.Adam([log_length, log_signal, log_noise], lr=0.05)
+    eye = torch.eye(points, device="cuda", dtype=f64)
+
+    def kernel(a, b):
+        a, b = a / log_length.exp(), b / log_length.exp()
+        squares = a.square().sum(-1, keepdim=True) + b.square().sum(-1).unsqueeze(-2)
+        distances = torch.baddbmm(squares, a, b.transpose(1, 2), alpha=-2).clamp_min(0)
+        return log_signal.exp() * distances.mul(-0.5).exp()
+
+    def factor():
+        return torch.linalg.cholesky(kernel(x, x) + (log_noise.exp() + 1e-6) * eye)
+
+    losses = []
+    for _ in range(6):
+        lower = factor()
+        weights = torch.cholesky_solve(y, lower)
+        loss = (0.5 * (y * weights).sum() + lower.diagonal(dim1=-2, dim2=-1).log().sum()) / (gps * points)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del lower, weights, loss
+    with torch.no_grad():
+        lower = factor()
+        weights = torch.cholesky_solve(y, lower)
+        queries = torch.rand(gps, tests, dims, device="cuda", dtype=f64, generator=gen)
+        cross = kernel(x, queries)
+        mean = cross.transpose(1, 2) @ weights
+        solved = torch.linalg.solve_triangular(lower, cross, upper=False)
+        variance = log_signal.exp().squeeze(-1) - solved.square().sum(1)
+        error = float((mean - torch.sin(6 * queries).sum(-1, keepdim=True)).square().mean().item())
+        spread = float(variance.mean().item())
+        del lower, weights, queries, cross, mean, solved, variance
+    return {"losses": losses, "test_error": error, "mean_variance": spread}
+
+
+def voxel_cnn_train(torch):
+    """3-D object classification from point clouds through occupancy voxels, in plain torch: each step's clouds
+    (4,096 points each on an ellipsoid of random radii, jittered) are voxelized on the GPU into 64^3 grids (points
+    per voxel added by `index_put_` with `accumulate`, then log1p), and a VoxNet-style 3-D CNN (3 x 3 x 3
+    convolutions 1 -> 32 -> 64 -> 128 -> 256 with batch norm and ReLU, 2 x 2 x 2 max pooling between, global average
+    pooling, 40 classes) is trained on them, bf16 autocast, AdamW, 6 steps of 32 to 96 clouds: first-level
+    activations of 0.5 to 1.5 GiB each."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    side, points, classes = 64, 4096, 40
+
+    def level(a, b):
+        return [nn.Conv3d(a, b, 3, padding=1, bias=False), nn.BatchNorm3d(b), nn.ReLU()]
+
+    model = nn.Sequential(*level(1, 32), nn.MaxPool3d(2), *level(32, 64), nn.MaxPool3d(2), *level(64, 128),
+                          nn.MaxPool3d(2), *level(128, 256), nn.AdaptiveAvgPool3d(1), nn.Flatten(),
+                          nn.Linear(256, classes))
+    batches = [32, 64, 96, 48, 80, 64]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses, occupancy = [], []
+    for batch in batches:
+        direction = F.normalize(torch.randn(batch, points, 3, device="cuda", generator=gen), dim=-1)
+        radii = 0.15 + 0.3 * torch.rand(batch, 1, 3, device="cuda", generator=gen)
+        cloud = 0.5 + direction * radii + 0.01 * torch.randn(batch, points, 3, device="cuda", generator=gen)
+        cell = (cloud.clamp(0, 1 - 1e-6) * side).long()
+        flat = ((torch.arange(batch, device="cuda")[:, None] * side + cell[..., 0]) * side + cell[..., 1]) * side
+        flat = (flat + cell[..., 2]).flatten()
+        grid = torch.zeros(batch * side ** 3, device="cuda").index_put_(
+            (flat,), torch.ones(flat.numel(), device="cuda"), accumulate=True)
+        voxels = grid.view(batch, 1, side, side, side).log1p()
+        labels = torch.randint(0, classes, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(voxels), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        occupancy.append(float((grid > 0).float().mean().item()))
+        del direction, radii, cloud, cell, flat, grid, voxels, labels, loss
+    del model, opt
+    return {"batches": batches, "losses": losses, "occupancy": occupancy}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -6075,7 +6498,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      phi_small_sample_generate, deit_small_half_infer, sac_replay_train,
                                      mpnet_sorted_embed_infer, m2m100_small_beam_generate,
                                      deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
-                                     regnet_train_val_bf16)}
+                                     regnet_train_val_bf16, fno_darcy_train, graph_attention_train,
+                                     mlp_mixer_train, vqvae_hires_train, vocab_250k_chunked_train, sr_hires_train,
+                                     gp_cholesky_fit, voxel_cnn_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
