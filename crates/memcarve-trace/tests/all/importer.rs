@@ -742,3 +742,20 @@ fn twenty_sixth_session_recordings_match_an_independent_walk_and_the_recording_s
     check_recorded("xlmr_finetune_dynamic_bf16.pickle.gz", (25_714, 5_368.4, 7_136.0, 1.329), 111, 3);
     check_recorded("regnet_train_val_bf16.pickle.gz", (42_045, 3_532.4, 5_072.0, 1.436), 209, 3);
 }
+
+/// Recorded in the twenty-seventh session (2026-12-03, one device call of 109 s), unseen by the policy, all heaps
+/// of several GiB with few allocations (the kind that misses on throughput): a 2-D Fourier neural operator,
+/// full-graph attention on 250k nodes, an MLP-Mixer, a high-resolution VQ-VAE, a language model with a tied 250k
+/// vocabulary and a chunked loss, super-resolution training, Gaussian processes fitted through Cholesky
+/// factorisations in fp64, and a 3-D CNN over voxelized point clouds.
+#[test]
+fn twenty_seventh_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("fno_darcy_train.pickle.gz", (1_510, 5_108.4, 6_570.0, 1.286), 32, 2);
+    check_recorded("graph_attention_train.pickle.gz", (1_581, 10_734.2, 13_154.0, 1.225), 33, 2);
+    check_recorded("mlp_mixer_train.pickle.gz", (3_964, 11_956.4, 14_838.0, 1.241), 129, 3);
+    check_recorded("vqvae_hires_train.pickle.gz", (1_455, 3_636.7, 7_998.0, 2.199), 19, 2);
+    check_recorded("vocab_250k_chunked_train.pickle.gz", (2_164, 11_067.1, 13_982.0, 1.263), 33, 3);
+    check_recorded("sr_hires_train.pickle.gz", (4_092, 7_128.6, 15_586.0, 2.186), 100, 0);
+    check_recorded("gp_cholesky_fit.pickle.gz", (667, 6_668.2, 6_688.0, 1.003), 14, 2);
+    check_recorded("voxel_cnn_train.pickle.gz", (945, 6_487.9, 17_022.0, 2.624), 31, 3);
+}
