@@ -1431,7 +1431,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// The counters, with the committed and empty bytes read off the physical pages' books.
     pub fn stats(&self) -> VirtualHeapStats {
         VirtualHeapStats {
-            committed_bytes: self.phys.alive << self.page_shift,
+            committed_bytes: self.committed_bytes(),
             empty_bytes: self.phys.free_count << self.page_shift,
             ..self.stats
         }
