@@ -293,8 +293,19 @@ fn config_file_becomes_a_policy() {
     let (default, mixed) = default_and_config(&config, settings, trace("resnet34_infer_mid.pickle.gz"));
     assert!(overhead(&mixed) > 1.1 && overhead(&default) < 1.05, "{default} {mixed}");
 
+    // `page_size` sets the heap's page: in pages of 8 MiB, tiny_expandable_segments commits a whole number of them
+    // (the default's peak, in pages of 2 MiB, is not one).
+    let settings = "[virtual_heap]\npage_size = 8388608\n";
+    let (default, coarse) = default_and_config(&config, settings, trace("tiny_expandable_segments.pickle"));
+    let committed = |row: &serde_json::Value| row["peak_committed_bytes"].as_u64().unwrap();
+    assert!(
+        committed(&coarse) % (8 << 20) == 0 && committed(&default) % (8 << 20) != 0,
+        "{default} {coarse}"
+    );
+
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [
+        ("page_size = 3145728", "page size must be a power of two"),
         ("slack = -0.5", "slack must be a number of 0 or more"),
         ("max_ahead_fraction = nan", "max_ahead_fraction must be a number of 0 or more"),
         ("spare_until_allocated = -1.0", "spare_until_allocated must be a number of 0 or more"),

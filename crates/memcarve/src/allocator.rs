@@ -571,6 +571,18 @@ impl<D: Device> Allocator<D> {
         if sizes.host_max < sizes.host_initial || config.max_memory_blocks == 0 {
             return Err(Error::InvalidConfig { reason: "host max below initial, or a block limit of 0" });
         }
+        if let Some(page_size) = config.virtual_heap.as_ref().and_then(|heap| heap.page_size) {
+            let granularities = device.virtual_memory().map(|vm| {
+                (0..properties.types.len() as u32).filter_map(|memory_type| vm.granularity(memory_type)).max()
+            });
+            if !page_size.is_power_of_two()
+                || granularities.flatten().is_some_and(|largest| page_size < largest)
+            {
+                return Err(Error::InvalidConfig {
+                    reason: "the virtual heap's page size must be a power of two, at least the device's granularity",
+                });
+            }
+        }
         let max_block = properties.limits.max_allocation_size;
         let mut pools = Vec::with_capacity(properties.types.len() * 4);
         for (index, memory_type) in properties.types.iter().enumerate() {
@@ -1031,8 +1043,8 @@ impl<D: Device> Allocator<D> {
             && desc.dedicated == Dedicated::No
             && desc.options.budget != BudgetPolicy::RequireWithin
             && desc.size <= self.type_limit(best_type)
-            && let Some(page_size) = vm.granularity(best_type)
-            && let Ok(allocation) = self.allocate_virtual(desc, best_type, vm, page_size, heap_config, true)
+            && let Some(granularity) = vm.granularity(best_type)
+            && let Ok(allocation) = self.allocate_virtual(desc, best_type, vm, granularity, heap_config, true)
         {
             return Ok(allocation);
         }
@@ -1094,10 +1106,10 @@ impl<D: Device> Allocator<D> {
             return Err(Error::OutOfMemory { size: desc.size });
         }
         if let (Some(heap_config), Some(vm)) = (&self.config.virtual_heap, self.device.virtual_memory())
-            && let Some(page_size) = vm.granularity(memory_type)
+            && let Some(granularity) = vm.granularity(memory_type)
         {
             // Without room in the budget, only pages already committed may be used.
-            return self.allocate_virtual(desc, memory_type, vm, page_size, heap_config, may_create);
+            return self.allocate_virtual(desc, memory_type, vm, granularity, heap_config, may_create);
         }
 
         // Existing blocks first.
@@ -1148,13 +1160,13 @@ impl<D: Device> Allocator<D> {
         desc: &AllocationDesc<'_>,
         memory_type: u32,
         vm: &D::Virtual,
-        page_size: u64,
+        granularity: u64,
         config: &VirtualHeapConfig,
         may_commit: bool,
     ) -> Result<Allocation> {
         let mut slot = lock(&self.heaps[memory_type as usize]);
         if slot.is_none() {
-            self.create_heap(&mut slot, memory_type, vm, page_size, config)?;
+            self.create_heap(&mut slot, memory_type, vm, granularity, config)?;
         }
         let Some(heap) = slot.as_mut() else { return Err(Error::OutOfMemory { size: desc.size }) };
         heap.observe(self.config.event_capacity > 0);
@@ -1182,9 +1194,9 @@ impl<D: Device> Allocator<D> {
         }
     }
 
-    /// Creates memory type `memory_type`'s virtual heap in `slot`. Apart from `allocate_virtual`, and never
-    /// inlined into it: it runs once per memory type, and the space to build a heap in would otherwise be part
-    /// of every allocation's stack frame.
+    /// Creates memory type `memory_type`'s virtual heap in `slot`, its pages the configured size or else the
+    /// device's `granularity`. Apart from `allocate_virtual`, and never inlined into it: it runs once per memory
+    /// type, and the space to build a heap in would otherwise be part of every allocation's stack frame.
     #[cold]
     #[inline(never)]
     fn create_heap(
@@ -1192,9 +1204,10 @@ impl<D: Device> Allocator<D> {
         slot: &mut Option<VirtualHeap<D::Virtual>>,
         memory_type: u32,
         vm: &D::Virtual,
-        page_size: u64,
+        granularity: u64,
         config: &VirtualHeapConfig,
     ) -> Result<()> {
+        let page_size = config.page_size.unwrap_or(granularity);
         let heap_size = self.properties.heaps.get(self.heap_of(memory_type) as usize).map_or(0, |h| h.size);
         let size = config
             .reserve_size

@@ -265,15 +265,22 @@ pub unsafe trait VirtualMemory: Send + Sync {
     /// The backend's handle for one reserved address range.
     type Reservation: Send + Sync;
 
-    /// Page size for `memory_type`, a power of two; None if the type has no virtual memory.
+    /// The smallest page size for `memory_type`, a power of two; None if the type has no virtual memory.
     fn granularity(&self, memory_type: u32) -> Option<u64>;
 
-    /// Reserves `size` bytes of address space for `memory_type` (a multiple of the granularity). Maps nothing.
+    /// Reserves `size` bytes of address space for `memory_type`, to be mapped in pages of `page_size` bytes (a
+    /// power of two, at least the granularity; `size` a multiple of it): each physical page is then `page_size`
+    /// bytes of memory. Maps nothing. A page size the device cannot use is an error.
     ///
     /// # Safety
     ///
     /// 1. `memory_type` is valid and [`VirtualMemory::granularity`] returned `Some` for it.
-    unsafe fn reserve(&self, memory_type: u32, size: u64) -> Result<Self::Reservation, DeviceError>;
+    unsafe fn reserve(
+        &self,
+        memory_type: u32,
+        size: u64,
+        page_size: u64,
+    ) -> Result<Self::Reservation, DeviceError>;
 
     /// Releases a reservation.
     ///
@@ -289,7 +296,8 @@ pub unsafe trait VirtualMemory: Send + Sync {
     ///
     /// # Safety
     ///
-    /// 1. `offset` is granularity-aligned, the pages lie inside the reservation and none of them is mapped.
+    /// 1. `offset` is aligned to the reservation's page size, the pages lie inside the reservation and none of
+    ///    them is mapped.
     /// 2. Every id is below the reservation's page count, and none appears twice in `pages`.
     unsafe fn map_pages(
         &self,
@@ -302,7 +310,7 @@ pub unsafe trait VirtualMemory: Send + Sync {
     ///
     /// # Safety
     ///
-    /// 1. The range is granularity-aligned, inside the reservation, wholly mapped, and nothing uses the memory
+    /// 1. The range is aligned to the reservation's page size, inside it, wholly mapped, and nothing uses the memory
     ///    of a physical page this frees.
     unsafe fn unmap_pages(&self, reservation: &Self::Reservation, offset: u64, size: u64);
 
@@ -323,7 +331,12 @@ unsafe impl VirtualMemory for NoVirtualMemory {
         match *self {}
     }
 
-    unsafe fn reserve(&self, _memory_type: u32, _size: u64) -> Result<Self::Reservation, DeviceError> {
+    unsafe fn reserve(
+        &self,
+        _memory_type: u32,
+        _size: u64,
+        _page_size: u64,
+    ) -> Result<Self::Reservation, DeviceError> {
         match *self {}
     }
 

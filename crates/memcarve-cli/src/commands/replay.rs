@@ -96,6 +96,8 @@ struct VirtualHeapFile {
     growing_series: Option<bool>,
     /// Requests below this many bytes are placed apart from the others (0: none).
     small_below_bytes: Option<u64>,
+    /// The heap's page size (a power of two, at least the device's granularity); absent: the granularity.
+    page_size: Option<u64>,
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -131,6 +133,9 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
         }
         if let Some(bytes) = heap.small_below_bytes {
             heap_config = heap_config.with_small_below(bytes);
+        }
+        if let Some(bytes) = heap.page_size {
+            heap_config = heap_config.with_page_size(bytes);
         }
         let release = release_policy(&heap).with_context(|| format!("{}: [virtual_heap]", path.display()))?;
         heap_config = heap_config.with_release(release);

@@ -346,7 +346,7 @@ impl HostDevice {
         Ok((ty, heap_index, heap.size))
     }
 
-    /// Checks that `[offset, offset + size)` is a non-empty, granularity-aligned range inside `reservation`.
+    /// Checks that `[offset, offset + size)` is a non-empty range inside `reservation`, aligned to its page size.
     fn check_virtual_range(
         &self,
         reservation: &HostReservation,
@@ -356,16 +356,14 @@ impl HostDevice {
         if reservation.device_id != self.id {
             return Err(DeviceError::Other("reservation belongs to another device".into()));
         }
-        let granularity = self.granularity(reservation.memory_type).unwrap_or(1);
+        let page_size = reservation.page_size;
         let end = offset.checked_add(size).filter(|&end| end <= reservation.size);
         match end {
-            Some(end)
-                if size > 0 && offset.is_multiple_of(granularity) && size.is_multiple_of(granularity) =>
-            {
+            Some(end) if size > 0 && offset.is_multiple_of(page_size) && size.is_multiple_of(page_size) => {
                 Ok(end)
             }
             _ => Err(DeviceError::Other(format!(
-                "range {offset:#x}+{size:#x} is empty, not aligned to {granularity:#x} or outside the \
+                "range {offset:#x}+{size:#x} is empty, not aligned to {page_size:#x} or outside the \
                  reservation of {:#x} bytes",
                 reservation.size
             ))),
@@ -565,17 +563,27 @@ unsafe impl VirtualMemory for HostDevice {
         Some(granularity.max(self.os_page_size))
     }
 
-    unsafe fn reserve(&self, memory_type: u32, size: u64) -> Result<HostReservation, DeviceError> {
+    unsafe fn reserve(
+        &self,
+        memory_type: u32,
+        size: u64,
+        page_size: u64,
+    ) -> Result<HostReservation, DeviceError> {
         let (_, heap_index, _) = self.memory_type(memory_type)?;
         let Some(granularity) = self.granularity(memory_type) else {
             return Err(DeviceError::Unsupported("this profile has no virtual memory"));
         };
-        if size == 0 || !size.is_multiple_of(granularity) {
+        if !page_size.is_power_of_two() || page_size < granularity {
             return Err(DeviceError::Other(format!(
-                "reservation size {size:#x} is not a non-zero multiple of {granularity:#x}"
+                "page size {page_size:#x} is not a power of two of at least the granularity {granularity:#x}"
             )));
         }
-        let pages = usize::try_from(size / granularity)
+        if size == 0 || !size.is_multiple_of(page_size) {
+            return Err(DeviceError::Other(format!(
+                "reservation size {size:#x} is not a non-zero multiple of {page_size:#x}"
+            )));
+        }
+        let pages = usize::try_from(size / page_size)
             .ok()
             .filter(|&pages| u32::try_from(pages).is_ok())
             .ok_or(DeviceError::Unsupported("reservation has too many pages"))?;
@@ -589,7 +597,7 @@ unsafe impl VirtualMemory for HostDevice {
             memory_type,
             heap_index,
             size,
-            granularity,
+            page_size,
             mapping,
             pages: Mutex::new(PageTable::new(pages)),
         })
@@ -597,7 +605,7 @@ unsafe impl VirtualMemory for HostDevice {
 
     unsafe fn release(&self, reservation: HostReservation) {
         let foreign = reservation.device_id != self.id;
-        let leftover = lock(&reservation.pages).alive * reservation.granularity;
+        let leftover = lock(&reservation.pages).alive * reservation.page_size;
         if let Some(mapping) = &reservation.mapping {
             // SAFETY: `mapping` is the reservation's own `mmap` and file, released once: `HostReservation` is
             // not `Clone` and is consumed here. That nothing uses its pages is the caller's condition 1.
@@ -619,11 +627,11 @@ unsafe impl VirtualMemory for HostDevice {
         offset: u64,
         pages: &[u32],
     ) -> Result<(), DeviceError> {
-        let granularity = reservation.granularity;
-        let size = (pages.len() as u64).saturating_mul(granularity);
+        let page_size = reservation.page_size;
+        let size = (pages.len() as u64).saturating_mul(page_size);
         let end = self.check_virtual_range(reservation, offset, size)?;
         let (_, _, heap_size) = self.memory_type(reservation.memory_type)?;
-        let (first, last) = ((offset / granularity) as usize, (end / granularity) as usize);
+        let (first, last) = ((offset / page_size) as usize, (end / page_size) as usize);
         // Held throughout, so that no other map or unmap of this reservation interleaves.
         let mut table = lock(&reservation.pages);
         table.cover(last);
@@ -640,7 +648,7 @@ unsafe impl VirtualMemory for HostDevice {
         let born = table
             .link(first, pages)
             .map_err(|id| DeviceError::Other(format!("physical page {id} is named twice")))?;
-        let new = born * granularity;
+        let new = born * page_size;
         if let Err(error) = self.ledger().admit(Operation::Commit, reservation.heap_index, heap_size, new) {
             table.unlink(first, pages);
             return Err(error);
@@ -653,13 +661,13 @@ unsafe impl VirtualMemory for HostDevice {
                 while end < pages.len() && pages[end] == pages[end - 1].wrapping_add(1) {
                     end += 1;
                 }
-                let run_offset = offset + start as u64 * granularity;
-                let run_size = (end - start) as u64 * granularity;
-                // SAFETY: the run lies inside the reservation's mapping, is aligned to the granularity (a
+                let run_offset = offset + start as u64 * page_size;
+                let run_size = (end - start) as u64 * page_size;
+                // SAFETY: the run lies inside the reservation's mapping, is aligned to the page size (a
                 // multiple of the host page size), and was unmapped (checked above, under the lock); the file
                 // bytes are those of its physical pages, inside the file (ids below the page count).
                 let mapped =
-                    unsafe { os::map(mapping, run_offset, run_size, u64::from(pages[start]) * granularity) };
+                    unsafe { os::map(mapping, run_offset, run_size, u64::from(pages[start]) * page_size) };
                 if let Err(error) = mapped {
                     // Undo the books and the runs mapped so far; pages created by them were never used.
                     table.unlink(first, pages);
@@ -668,7 +676,7 @@ unsafe impl VirtualMemory for HostDevice {
                     for &id in &pages[..start] {
                         if table.mappings[id as usize] == 0 {
                             // SAFETY: the page was created by this call and is mapped nowhere now.
-                            let _ = unsafe { os::free(mapping, u64::from(id) * granularity, granularity) };
+                            let _ = unsafe { os::free(mapping, u64::from(id) * page_size, page_size) };
                         }
                     }
                     self.ledger().revert(Operation::Commit, reservation.heap_index, new);
@@ -688,8 +696,8 @@ unsafe impl VirtualMemory for HostDevice {
                 return;
             }
         };
-        let granularity = reservation.granularity;
-        let (first, last) = ((offset / granularity) as usize, (end / granularity) as usize);
+        let page_size = reservation.page_size;
+        let (first, last) = ((offset / page_size) as usize, (end / page_size) as usize);
         let mut table = lock(&reservation.pages);
         table.cover(last);
         if table.mapped[first..last].contains(&0) {
@@ -698,7 +706,7 @@ unsafe impl VirtualMemory for HostDevice {
             return;
         }
         if let Some(mapping) = &reservation.mapping {
-            // SAFETY: the range lies inside the reservation's mapping, is granularity-aligned (a multiple of
+            // SAFETY: the range lies inside the reservation's mapping, is aligned to the page size (a multiple of
             // the host page size) and mapped; that nothing uses it is the caller's condition 1.
             let result = unsafe { os::unmap(mapping, offset, size) };
             // The pages are inaccessible either way; the books follow the caller's intent.
@@ -713,7 +721,7 @@ unsafe impl VirtualMemory for HostDevice {
                 freed += 1;
                 if let Some(mapping) = &reservation.mapping {
                     // SAFETY: the physical page's last mapping is gone: no address maps its bytes.
-                    let result = unsafe { os::free(mapping, u64::from(id) * granularity, granularity) };
+                    let result = unsafe { os::free(mapping, u64::from(id) * page_size, page_size) };
                     debug_assert!(result.is_ok(), "unmap_pages: {result:?}");
                 }
             }
@@ -721,7 +729,7 @@ unsafe impl VirtualMemory for HostDevice {
         table.alive -= freed;
         drop(table);
         let mut ledger = self.ledger();
-        ledger.discharge(reservation.heap_index, freed * granularity);
+        ledger.discharge(reservation.heap_index, freed * page_size);
         ledger.counters.decommits += 1;
     }
 
@@ -784,8 +792,8 @@ pub struct HostReservation {
     memory_type: u32,
     heap_index: usize,
     size: u64,
-    /// Page size.
-    granularity: u64,
+    /// Page size (a power-of-two multiple of the device's granularity).
+    page_size: u64,
     /// The `mmap` and memory file behind it in real mode.
     mapping: Option<os::Mapping>,
     pages: Mutex<PageTable>,
@@ -804,7 +812,7 @@ impl HostReservation {
 
     /// Bytes committed in it now.
     pub fn committed_bytes(&self) -> u64 {
-        lock(&self.pages).alive * self.granularity
+        lock(&self.pages).alive * self.page_size
     }
 }
 
@@ -1287,8 +1295,8 @@ mod tests {
             offset: u64,
             size: u64,
         ) -> Result<(), DeviceError> {
-            let first = offset / reservation.granularity;
-            let ids: Vec<u32> = (0..size / reservation.granularity).map(|i| (first + i) as u32).collect();
+            let first = offset / reservation.page_size;
+            let ids: Vec<u32> = (0..size / reservation.page_size).map(|i| (first + i) as u32).collect();
             // SAFETY: the caller's; the host device validates every argument itself.
             unsafe { self.map_pages(reservation, offset, &ids) }
         }
@@ -1622,7 +1630,7 @@ mod tests {
         let device = faulty(MemoryProfile::discrete(), HostMode::Simulated, faults);
         // SAFETY: the host device validates every argument itself.
         unsafe {
-            let reservation = device.reserve(1, 8 * G2).unwrap();
+            let reservation = device.reserve(1, 8 * G2, G2).unwrap();
             device.commit(&reservation, 0, G2).unwrap();
             assert_eq!(device.commit(&reservation, G2, G2), Err(DeviceError::OutOfDeviceMemory));
             device.commit(&reservation, G2, G2).unwrap();
@@ -1674,7 +1682,7 @@ mod tests {
         assert_eq!(create(&device, 1, 4 * MIB).err(), Some(DeviceError::OutOfDeviceMemory));
         // SAFETY: the host device validates every argument itself.
         unsafe {
-            let reservation = device.reserve(1, 4 * G2).unwrap();
+            let reservation = device.reserve(1, 4 * G2, G2).unwrap();
             device.commit(&reservation, 0, G2).unwrap();
             assert_eq!(device.commit(&reservation, G2, G2), Err(DeviceError::OutOfDeviceMemory));
             assert_eq!(device.counters().committed_bytes, 10 * MIB);
@@ -1725,6 +1733,44 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore = "Miri cannot mmap with PROT_NONE")]
+    fn a_reservation_maps_pages_of_its_own_size() {
+        let device = device(MemoryProfile::discrete(), HostMode::Real);
+        let vm = device.virtual_memory().unwrap();
+        let page = 4 * G2;
+        // SAFETY: the host device validates every argument itself; only mapped pages are touched.
+        unsafe {
+            for bad in [G2 / 2, 3 * G2, 0] {
+                assert!(
+                    matches!(vm.reserve(4, 4 * page, bad), Err(DeviceError::Other(_))),
+                    "page size {bad}"
+                );
+            }
+            assert!(matches!(vm.reserve(4, 4 * page + G2, page), Err(DeviceError::Other(_))));
+            let reservation = vm.reserve(4, 4 * page, page).unwrap();
+            // A range aligned to the granularity but not to the reservation's pages is refused.
+            assert!(matches!(vm.map_pages(&reservation, G2, &[0]), Err(DeviceError::Other(_))));
+            // Pages 0 and 2 show physical page 0, page 3 physical page 1: two pages of 8 MiB committed.
+            vm.map_pages(&reservation, 0, &[0]).unwrap();
+            vm.map_pages(&reservation, 2 * page, &[0, 1]).unwrap();
+            assert_eq!((usage(&device), reservation.committed_bytes()), (vec![2 * page, 0], 2 * page));
+            let base = vm.host_address(&reservation).unwrap().as_ptr();
+            let len = page as usize;
+            let first = core::slice::from_raw_parts_mut(base, len);
+            let alias = core::slice::from_raw_parts(base.add(2 * len), len);
+            let fourth = core::slice::from_raw_parts_mut(base.add(3 * len), len);
+            first[len - 1] = 7;
+            fourth[len - 1] = 9;
+            assert_eq!((alias[len - 1], first[len - 1], fourth[len - 1]), (7, 7, 9));
+            vm.unmap_pages(&reservation, 0, page);
+            assert_eq!(usage(&device), vec![2 * page, 0], "physical page 0 still shows at page 2");
+            vm.unmap_pages(&reservation, 2 * page, 2 * page);
+            vm.release(reservation);
+        }
+        assert_eq!(usage(&device), vec![0, 0]);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot mmap with PROT_NONE")]
     fn real_commit_makes_pages_writable() {
         let device = device(MemoryProfile::discrete(), HostMode::Real);
         let vm = device.virtual_memory().unwrap();
@@ -1732,7 +1778,7 @@ mod tests {
         assert_eq!(granularity, G2);
         // SAFETY: ranges are aligned and inside the reservation; only committed pages are touched.
         unsafe {
-            let reservation = vm.reserve(4, 4 * granularity).unwrap();
+            let reservation = vm.reserve(4, 4 * granularity, granularity).unwrap();
             let base = vm.host_address(&reservation).unwrap();
             vm.commit(&reservation, granularity, 2 * granularity).unwrap();
             let len = (2 * granularity) as usize;
@@ -1760,7 +1806,7 @@ mod tests {
         let device = device(MemoryProfile::integrated(), HostMode::Real);
         // SAFETY: ranges are aligned and inside the reservation; only committed pages are touched.
         unsafe {
-            let reservation = device.reserve(0, 2 * G2).unwrap();
+            let reservation = device.reserve(0, 2 * G2, G2).unwrap();
             let base = device.host_address(&reservation).unwrap().as_ptr();
             device.commit(&reservation, 0, 2 * G2).unwrap();
             base.write_bytes(0xab, (2 * G2) as usize);
@@ -1787,7 +1833,7 @@ mod tests {
             let device = device(MemoryProfile::lavapipe(), mode);
             // SAFETY: ranges are aligned and inside the reservation; nothing is touched.
             unsafe {
-                let reservation = device.reserve(0, 8 * G2).unwrap();
+                let reservation = device.reserve(0, 8 * G2, G2).unwrap();
                 device.commit(&reservation, 2 * G2, 2 * G2).unwrap();
                 for (offset, size) in [(2 * G2, 2 * G2), (3 * G2, G2), (G2, 2 * G2), (0, 8 * G2)] {
                     assert!(matches!(device.commit(&reservation, offset, size), Err(DeviceError::Other(_))));
@@ -1809,10 +1855,10 @@ mod tests {
         let device = device(MemoryProfile::discrete(), HostMode::Simulated);
         // SAFETY: the host device validates every argument itself.
         unsafe {
-            assert!(device.reserve(1, G2 + 1).is_err());
-            assert!(device.reserve(1, 0).is_err());
-            assert!(device.reserve(9, G2).is_err());
-            let reservation = device.reserve(1, 4 * G2).unwrap();
+            assert!(device.reserve(1, G2 + 1, G2).is_err());
+            assert!(device.reserve(1, 0, G2).is_err());
+            assert!(device.reserve(9, G2, G2).is_err());
+            let reservation = device.reserve(1, 4 * G2, G2).unwrap();
             for (offset, size) in
                 [(1, G2), (0, G2 - 1), (0, 0), (4 * G2, G2), (3 * G2, 2 * G2), (u64::MAX, G2)]
             {
@@ -1829,7 +1875,7 @@ mod tests {
     fn decommitting_an_uncommitted_page_is_caught() {
         let device = device(MemoryProfile::discrete(), HostMode::Simulated);
         // SAFETY: the host device validates every argument itself.
-        let reservation = unsafe { device.reserve(1, 4 * G2) }.unwrap();
+        let reservation = unsafe { device.reserve(1, 4 * G2, G2) }.unwrap();
         // SAFETY: as above.
         unsafe { device.commit(&reservation, 0, G2) }.unwrap();
         // SAFETY: violates the contract on purpose: the device asserts in debug builds and ignores it
@@ -1846,8 +1892,8 @@ mod tests {
         let block = create(&device, 1, GIB).unwrap();
         // SAFETY: the host device validates every argument itself.
         unsafe {
-            let local = device.reserve(1, 64 * G2).unwrap();
-            let host = device.reserve(2, 64 * G2).unwrap();
+            let local = device.reserve(1, 64 * G2, G2).unwrap();
+            let host = device.reserve(2, 64 * G2, G2).unwrap();
             device.commit(&local, 0, 3 * G2).unwrap();
             device.commit(&host, 10 * G2, 5 * G2).unwrap();
             assert_eq!(usage(&device), vec![GIB + 3 * G2, 5 * G2]);
@@ -1871,7 +1917,7 @@ mod tests {
         let block = create(&device, 0, 2 * GIB).unwrap();
         // SAFETY: the host device validates every argument itself.
         unsafe {
-            let reservation = device.reserve(0, 4 * GIB).unwrap();
+            let reservation = device.reserve(0, 4 * GIB, G2).unwrap();
             device.commit(&reservation, 0, 2 * GIB - G2).unwrap();
             assert_eq!(device.commit(&reservation, 2 * GIB, 2 * G2), Err(DeviceError::OutOfDeviceMemory));
             device.commit(&reservation, 2 * GIB, G2).unwrap();
@@ -1893,7 +1939,7 @@ mod tests {
         // SAFETY: the host device validates every argument itself.
         unsafe {
             // Larger than any heap and than this machine: only address bookkeeping.
-            let reservation = vm.reserve(1, 1 << 44).unwrap();
+            let reservation = vm.reserve(1, 1 << 44, G2).unwrap();
             assert_eq!(vm.host_address(&reservation), None);
             assert_eq!(reservation.size(), 1 << 44);
             vm.commit(&reservation, 0, 100 * GIB).unwrap();
@@ -1915,7 +1961,7 @@ mod tests {
             let device = device(MemoryProfile::integrated(), mode);
             // SAFETY: ranges are aligned and inside the reservation; only mapped pages are touched.
             unsafe {
-                let reservation = device.reserve(0, 8 * G2).unwrap();
+                let reservation = device.reserve(0, 8 * G2, G2).unwrap();
                 device.map_pages(&reservation, 0, &[5, 6]).unwrap();
                 device.map_pages(&reservation, 4 * G2, &[6]).unwrap(); // page 6 at a second address
                 assert_eq!((reservation.committed_bytes(), usage(&device)), (2 * G2, vec![2 * G2]));

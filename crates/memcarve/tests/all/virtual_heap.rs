@@ -119,13 +119,21 @@ fn retained_empty_pages_are_reused_without_driver_calls() {
 
 #[test]
 fn real_host_memory_keeps_every_pattern() {
-    let (_device, allocator) = virtual_allocator(
-        HostMode::Real,
-        VirtualHeapConfig::default().with_reserve_size(1 << 30).with_release(Arc::new(ReleaseImmediately)),
-    );
+    let config =
+        VirtualHeapConfig::default().with_reserve_size(1 << 30).with_release(Arc::new(ReleaseImmediately));
+    keeps_every_pattern(config.clone(), 4000);
+    // With pages of 8 MiB, mapped and given back as such.
+    keeps_every_pattern(config.with_page_size(8 * MIB), 2000);
+}
+
+/// Random allocations of 1 byte to 4 MiB in real host memory, each filled with a pattern that must be intact when
+/// it is freed, for `steps` operations; the checker at the end, and every page given back once all is freed and
+/// the heap trimmed.
+fn keeps_every_pattern(config: VirtualHeapConfig, steps: u64) {
+    let (device, allocator) = virtual_allocator(HostMode::Real, config);
     let mut rng = Rng::new(7);
     let mut live = Vec::new();
-    for step in 0..4000u64 {
+    for step in 0..steps {
         if live.is_empty() || rng.chance(55) {
             let size = rng.log_uniform(1, 4 * MIB);
             let desc =
@@ -148,6 +156,44 @@ fn real_host_memory_keeps_every_pattern() {
     allocator.check().unwrap();
     for (allocation, _) in live {
         allocator.free(allocation).unwrap();
+    }
+    // The small region's first page is held until the heap is trimmed.
+    allocator.trim_empty_blocks();
+    assert_eq!(device.counters().committed_bytes, 0);
+}
+
+#[test]
+fn the_heap_maps_commits_and_gives_back_pages_of_the_configured_size() {
+    let page = 8 * MIB;
+    let config = VirtualHeapConfig::default().with_release(Arc::new(ReleaseImmediately)).with_page_size(page);
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = |size| AllocationDesc::new("x", size, MemoryLocation::GpuOnly);
+    let a = allocator.allocate(&desc(3 * MIB)).unwrap();
+    let memory_type = a.memory_type();
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!((stats.committed_bytes, stats.commits), (page, 1), "3 MiB take one page of 8 MiB");
+    let b = allocator.allocate(&desc(3 * MIB)).unwrap();
+    let c = allocator.allocate(&desc(12 * MIB)).unwrap();
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!(stats.committed_bytes % page, 0);
+    assert!(stats.committed_bytes >= 18 * MIB && stats.committed_bytes <= 4 * page, "{stats:?}");
+    assert_eq!(device.counters().committed_bytes, stats.committed_bytes);
+    allocator.check().unwrap();
+    for allocation in [a, b, c] {
+        allocator.free(allocation).unwrap();
+    }
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!((stats.committed_bytes, device.counters().committed_bytes), (0, 0));
+    assert_eq!(stats.decommits, device.counters().decommits);
+
+    // A page size the device cannot map is refused when the allocator is made, as a typed error.
+    for bad in [3 * MIB, MIB, 0] {
+        let config =
+            AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_page_size(bad));
+        let device =
+            Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
+        let made = Allocator::new(device, config);
+        assert!(matches!(made, Err(Error::InvalidConfig { .. })), "page size {bad}: {made:?}");
     }
 }
 
