@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a placement log of `memcarve replay --placements FILE` from the log alone, and recounts its figures.
 
-    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds] [--peaks]
+    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds] [--peaks] [--handles]
 
 It verifies, event by event, that
 - no live allocation overlaps another in addresses;
@@ -23,7 +23,11 @@ in all, and no more empty pages than the log shows, since the heap counts the pa
 than the requests for a growing series, and may hold a page with nothing on it): the live bytes, the virtual heap's
 physical pages that live allocations use and the bytes free inside them, its empty committed pages, and the
 committed bytes (blocks included). The pages in use at the peak live bytes are a floor under the peak committed
-bytes that no rule for mapping and unmapping pages reaches below with this placement. The format is in
+bytes that no rule for mapping and unmapping pages reaches below with this placement. With `--handles`, a last line
+counts the virtual heap's work as CUDA would do it with one physical handle per page (as the heap's pages must be,
+to be given back one by one): the handles created and released, the pages mapped and unmapped, and the driver
+time that takes at the costs measured on the H200 (`HANDLE_COSTS_US`, from `benches/cuda/vmm_costs.c`; for
+pages of another size than 2 MiB the costs of a handle of that size). The format is in
 docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
 otherwise.
 """
@@ -33,6 +37,37 @@ import bisect
 import csv
 import json
 import sys
+
+
+# Driver time on the H200 (driver 580.159.04, CUDA 13.0; `benches/cuda/vmm_costs.c`, medians of its two runs at
+# 22:33 UTC on 2026-12-03, docs/BENCHMARKS.md "Twenty-eighth session"), in microseconds: per map call and per page it
+# maps (`cuMemMap` per handle, and `cuMemSetAccess` over the range, whose cost grows with the mappings in it), per
+# handle created (`cuMemCreate`), per unmap call and per page it unmaps (one `cuMemUnmap` may cover several
+# mappings), per handle released (`cuMemRelease`). Create and release by page size in MiB; the others did not
+# change with it.
+HANDLE_COSTS_US = {
+    "map_call": 12.5,
+    "page_mapped": 22.0,
+    "unmap_call": 6.9,
+    "page_unmapped": 14.3,
+    "create": {2: 7.7, 4: 7.6, 8: 7.6, 16: 7.6, 32: 13.6},
+    "release": {2: 9.6, 4: 10.5, 8: 12.3, 16: 15.7, 32: 16.7},
+}
+
+
+def handle_time_us(handles, page_size):
+    """The driver time of `handles` (the counts `Checker.handles` keeps) at `HANDLE_COSTS_US`, for pages of
+    `page_size` bytes (the nearest measured size for the costs that depend on it)."""
+    costs = HANDLE_COSTS_US
+    mib = min(costs["create"], key=lambda size: abs(size - page_size / (1 << 20)))
+    return (
+        handles["map_calls"] * costs["map_call"]
+        + handles["mapped"] * costs["page_mapped"]
+        + handles["created"] * costs["create"][mib]
+        + handles["unmap_calls"] * costs["unmap_call"]
+        + handles["unmapped"] * costs["page_unmapped"]
+        + handles["released"] * costs["release"][mib]
+    )
 
 
 class Violation(Exception):
@@ -61,6 +96,8 @@ class Checker:
         # Operations by kind (see `--kinds`); the mapping whose `pages` lines are being read: [new, shown again].
         self.kinds = {"new": 0, "again": 0, "both": 0, "unmaps": 0, "blocks": 0}
         self.mapping = None
+        # The virtual heap's work with one handle per page (see `--handles`).
+        self.handles = {"map_calls": 0, "mapped": 0, "created": 0, "unmap_calls": 0, "unmapped": 0, "released": 0}
         self.block_bytes = 0
         self.peak_committed = 0
         self.live_bytes = 0
@@ -151,6 +188,9 @@ class Checker:
             self.shows[page] = physical
             if self.mapping is None:
                 self.mapping = [0, 0]
+                self.handles["map_calls"] += 1
+            self.handles["mapped"] += 1
+            self.handles["created"] += physical not in self.mappings
             self.mapping[physical in self.mappings] += 1
             self.mappings[physical] = self.mappings.get(physical, 0) + 1
         self.note_committed()
@@ -170,6 +210,7 @@ class Checker:
         if offset % self.page or size % self.page:
             self.fail(f"unmap of [{offset}, {offset + size}), neither a block nor whole pages")
         self.kinds["unmaps"] += 1
+        self.handles["unmap_calls"] += 1
         for page in range(offset, offset + size, self.page):
             if page not in self.shows:
                 self.fail(f"page {page} unmapped while not mapped")
@@ -178,8 +219,10 @@ class Checker:
             if user is not None and user[0] == page:
                 self.fail(f"page {page} unmapped under a live allocation")
             self.mappings[physical] -= 1
+            self.handles["unmapped"] += 1
             if self.mappings[physical] == 0:
                 del self.mappings[physical]
+                self.handles["released"] += 1
 
     def pages_of(self, offset, end):
         return range(offset - offset % self.page, end, self.page)
@@ -303,6 +346,9 @@ def main():
     parser.add_argument("--page-size", type=int, default=2 << 20, help="virtual-heap page size (default 2 MiB)")
     parser.add_argument("--kinds", action="store_true", help="also print the driver operations by kind")
     parser.add_argument("--peaks", action="store_true", help="also print where the memory is at the two peaks")
+    parser.add_argument(
+        "--handles", action="store_true", help="also print the work and driver time with one CUDA handle per page"
+    )
     args = parser.parse_args()
     checker = Checker(args.page_size)
     row = None
@@ -357,6 +403,14 @@ def main():
             f"{args.log}: driver operations by kind: {kinds['new']} mappings of new pages, {kinds['again']} of "
             f"pages shown again elsewhere, {kinds['both']} of both, {kinds['unmaps']} unmaps, "
             f"{kinds['blocks']} block creations and destructions"
+        )
+    if args.handles:
+        handles = checker.handles
+        print(
+            f"{args.log}: with one handle per page: {handles['created']} created, {handles['mapped']} pages mapped "
+            f"in {handles['map_calls']} calls, {handles['unmapped']} unmapped in {handles['unmap_calls']} calls, "
+            f"{handles['released']} released: {handle_time_us(handles, args.page_size) / 1000:.1f} ms of driver "
+            f"time on the H200"
         )
     for what, at in peaks:
         print(
