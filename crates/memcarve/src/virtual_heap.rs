@@ -322,9 +322,11 @@ impl VirtualHeapConfig {
     /// edges and each commit ahead then round to more memory. On the H200 traces, 8 MiB pages replayed the heaps of
     /// 2 GiB or more 1.3 to 1.8 times as fast (geometric mean 1.44 over eight traces) and kept 66 of their 67
     /// within the memory and operation goal, but put 56 of the 62 heaps under 400 MiB over it instead of 14
-    /// (docs/BENCHMARKS.md, "Twenty-eighth session"). PyTorch's expandable segments map their pool of large
-    /// blocks in 20 MiB steps. [`Allocator::new`](crate::Allocator::new) refuses a size that is not a power of
-    /// two or is below the device's granularity.
+    /// (docs/BENCHMARKS.md, "Twenty-eighth session"). On CUDA, where each page is a handle of its own and costs
+    /// the driver about the same whatever its size, larger pages also cut the driver's time in proportion (8 MiB:
+    /// a quarter, estimated over those traces). PyTorch's expandable segments map their pool of large blocks in
+    /// 20 MiB steps. [`Allocator::new`](crate::Allocator::new) refuses a size that is not a power of two or is
+    /// below the device's granularity.
     pub fn with_page_size(mut self, bytes: u64) -> VirtualHeapConfig {
         self.page_size = Some(bytes);
         self
