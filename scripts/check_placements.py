@@ -96,8 +96,8 @@ class Checker:
         # Operations by kind (see `--kinds`); the mapping whose `pages` lines are being read: [new, shown again].
         self.kinds = {"new": 0, "again": 0, "both": 0, "unmaps": 0, "blocks": 0}
         self.mapping = None
-        # The virtual heap's work with one handle per page (see `--handles`).
-        self.handles = {"map_calls": 0, "mapped": 0, "created": 0, "unmap_calls": 0, "unmapped": 0, "released": 0}
+        # The virtual heap's work with one handle per page (see `--handles`; its calls are those `kinds` counts).
+        self.handles = {"mapped": 0, "created": 0, "unmapped": 0, "released": 0}
         self.block_bytes = 0
         self.peak_committed = 0
         self.live_bytes = 0
@@ -188,7 +188,6 @@ class Checker:
             self.shows[page] = physical
             if self.mapping is None:
                 self.mapping = [0, 0]
-                self.handles["map_calls"] += 1
             self.handles["mapped"] += 1
             self.handles["created"] += physical not in self.mappings
             self.mapping[physical in self.mappings] += 1
@@ -210,7 +209,6 @@ class Checker:
         if offset % self.page or size % self.page:
             self.fail(f"unmap of [{offset}, {offset + size}), neither a block nor whole pages")
         self.kinds["unmaps"] += 1
-        self.handles["unmap_calls"] += 1
         for page in range(offset, offset + size, self.page):
             if page not in self.shows:
                 self.fail(f"page {page} unmapped while not mapped")
@@ -223,6 +221,12 @@ class Checker:
             if self.mappings[physical] == 0:
                 del self.mappings[physical]
                 self.handles["released"] += 1
+
+    def handle_counts(self):
+        """`handles` with the calls they took: the virtual heap's mappings and unmaps, as `kinds` counts them."""
+        kinds = self.kinds
+        calls = {"map_calls": kinds["new"] + kinds["again"] + kinds["both"], "unmap_calls": kinds["unmaps"]}
+        return dict(self.handles, **calls)
 
     def pages_of(self, offset, end):
         return range(offset - offset % self.page, end, self.page)
@@ -405,7 +409,7 @@ def main():
             f"{kinds['blocks']} block creations and destructions"
         )
     if args.handles:
-        handles = checker.handles
+        handles = checker.handle_counts()
         print(
             f"{args.log}: with one handle per page: {handles['created']} created, {handles['mapped']} pages mapped "
             f"in {handles['map_calls']} calls, {handles['unmapped']} unmapped in {handles['unmap_calls']} calls, "
