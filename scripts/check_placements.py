@@ -26,8 +26,10 @@ committed bytes (blocks included). The pages in use at the peak live bytes are a
 bytes that no rule for mapping and unmapping pages reaches below with this placement. With `--handles`, a last line
 counts the virtual heap's work as CUDA would do it with one physical handle per page (as the heap's pages must be,
 to be given back one by one): the handles created and released, the pages mapped and unmapped, and the driver
-time that takes at the costs measured on the H200 (`HANDLE_COSTS_US`, from `benches/cuda/vmm_costs.c`; for
-pages of another size than 2 MiB the costs of a handle of that size). The format is in
+time that takes at the costs measured on the H200 (`HANDLE_COSTS_US`, from whole replays of placement logs by
+`benches/cuda/driver_replay.c`; for pages of another size than 2 MiB the costs of a handle of the nearest size
+measured). One handle per page is what CUDA requires of this heap: `cuMemMap` maps a handle only from its start,
+so a page shown again alone elsewhere, or given back alone, must be a handle of its own. The format is in
 docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
 otherwise.
 """
@@ -39,18 +41,19 @@ import json
 import sys
 
 
-# Driver time on the H200 (driver 580.159.04, CUDA 13.0; `benches/cuda/vmm_costs.c`, medians of its two runs at
-# 22:33 UTC on 2026-12-03, docs/BENCHMARKS.md "Twenty-eighth session"), in microseconds: per map call and per page it
-# maps (`cuMemMap` per handle, and `cuMemSetAccess` over the range, whose cost grows with the mappings in it), per
-# handle created (`cuMemCreate`), per unmap call and per page it unmaps (one `cuMemUnmap` may cover several
-# mappings), per handle released (`cuMemRelease`). Create and release by page size in MiB; the others did not
-# change with it.
+# Driver time on the H200 (driver 580.159.04, CUDA 13.0), in microseconds, as whole replays of the 197 shipped
+# traces' placement logs paid it (`benches/cuda/driver_replay.c heap`, medians of two runs at 01:35-01:37 UTC on
+# 2026-12-04, docs/BENCHMARKS.md "Twenty-ninth session"): per page a map call maps (`cuMemMap` for its handle and
+# its share of `cuMemSetAccess` over the range), per handle created (`cuMemCreate`), per page an unmap call unmaps
+# (`cuMemUnmap`), each call's own cost inside those; per handle released (`cuMemRelease`, which no replay called
+# before its teardown: from `benches/cuda/vmm_costs.c`, 22:33 UTC on 2026-12-03). Create and release by page
+# size in MiB (creation measured in replays for 2 and 8 MiB, release in the micro-benchmark for all five).
 HANDLE_COSTS_US = {
-    "map_call": 12.5,
-    "page_mapped": 22.0,
-    "unmap_call": 6.9,
-    "page_unmapped": 14.3,
-    "create": {2: 7.7, 4: 7.6, 8: 7.6, 16: 7.6, 32: 13.6},
+    "map_call": 0.0,
+    "page_mapped": 29.6,
+    "unmap_call": 0.0,
+    "page_unmapped": 20.8,
+    "create": {2: 12.4, 8: 10.6},
     "release": {2: 9.6, 4: 10.5, 8: 12.3, 16: 15.7, 32: 16.7},
 }
 
@@ -59,14 +62,18 @@ def handle_time_us(handles, page_size):
     """The driver time of `handles` (the counts `Checker.handles` keeps) at `HANDLE_COSTS_US`, for pages of
     `page_size` bytes (the nearest measured size for the costs that depend on it)."""
     costs = HANDLE_COSTS_US
-    mib = min(costs["create"], key=lambda size: abs(size - page_size / (1 << 20)))
+    mib = page_size / (1 << 20)
+
+    def nearest(table):
+        return table[min(table, key=lambda size: abs(size - mib))]
+
     return (
         handles["map_calls"] * costs["map_call"]
         + handles["mapped"] * costs["page_mapped"]
-        + handles["created"] * costs["create"][mib]
+        + handles["created"] * nearest(costs["create"])
         + handles["unmap_calls"] * costs["unmap_call"]
         + handles["unmapped"] * costs["page_unmapped"]
-        + handles["released"] * costs["release"][mib]
+        + handles["released"] * nearest(costs["release"])
     )
 
 
