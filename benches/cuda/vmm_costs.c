@@ -8,7 +8,9 @@
  * Prints, for physical pages of 2 to 32 MiB, the median time of each call of one page's life (create, map, set
  * access, unmap, release); the cost of showing 64 pages of 2 MiB in one contiguous range (one handle per page, as
  * the heap's pages are, against one handle for the whole range); whether one cuMemUnmap may cover several
- * mappings, and part of one; whether a physical page mapped at two addresses shows the same bytes at both; and, for
+ * mappings, and part of one; whether a mapping may start at an offset in its handle, or take only its first part;
+ * what showing a whole handle of 64 MiB at a second address costs; whether a physical page mapped at two addresses
+ * shows the same bytes at both; and, for
  * comparison, what cuMemAlloc and cuMemFree (PyTorch's segments without expandable segments) cost by size. */
 #define _POSIX_C_SOURCE 199309L
 #include <cuda.h>
@@ -182,6 +184,43 @@ int main(void) {
     } else {
         check(cuMemUnmap(base, 4 * page), "cuMemUnmap (whole)");
     }
+    check(cuMemRelease(big), "cuMemRelease");
+
+    /* What a mapping may take of its handle: the second 2 MiB of an 8 MiB handle (an offset), its first 2 MiB
+     * alone (a prefix). */
+    big = create(4 * page);
+    CUresult at_offset = cuMemMap(base, page, page, big, 0);
+    const char *offset_name = NULL;
+    cuGetErrorName(at_offset, &offset_name);
+    printf("cuMemMap of 2 MiB at offset 2 MiB of an 8 MiB handle: %s\n",
+           at_offset == CUDA_SUCCESS ? "allowed" : offset_name);
+    if (at_offset == CUDA_SUCCESS) check(cuMemUnmap(base, page), "cuMemUnmap (offset)");
+    CUresult prefix = cuMemMap(base, page, 0, big, 0);
+    const char *prefix_name = NULL;
+    cuGetErrorName(prefix, &prefix_name);
+    printf("cuMemMap of the first 2 MiB of an 8 MiB handle: %s\n", prefix == CUDA_SUCCESS ? "allowed" : prefix_name);
+    if (prefix == CUDA_SUCCESS) {
+        check(cuMemSetAccess(base, page, &access_desc, 1), "cuMemSetAccess (prefix)");
+        check(cuMemUnmap(base, page), "cuMemUnmap (prefix)");
+    }
+    check(cuMemRelease(big), "cuMemRelease");
+
+    /* A whole handle of 64 MiB shown at a second address: what aliasing costs by handle rather than by page. */
+    big = create(RANGE_PAGES / 2 * page);
+    check(cuMemMap(base, RANGE_PAGES / 2 * page, 0, big, 0), "cuMemMap");
+    check(cuMemSetAccess(base, RANGE_PAGES / 2 * page, &access_desc, 1), "cuMemSetAccess");
+    double alias_us[REPS];
+    for (int rep = 0; rep < REPS; rep++) {
+        CUdeviceptr second = base + RANGE_PAGES / 2 * page;
+        double t0 = now_us();
+        check(cuMemMap(second, RANGE_PAGES / 2 * page, 0, big, 0), "cuMemMap (second address)");
+        check(cuMemSetAccess(second, RANGE_PAGES / 2 * page, &access_desc, 1), "cuMemSetAccess (second address)");
+        alias_us[rep] = now_us() - t0;
+        check(cuMemUnmap(second, RANGE_PAGES / 2 * page), "cuMemUnmap (second address)");
+    }
+    printf("one handle of %zu MiB shown at a second address: map + set access %.1f us\n",
+           (size_t)(RANGE_PAGES / 2 * page / MIB), median(alias_us, REPS));
+    check(cuMemUnmap(base, RANGE_PAGES / 2 * page), "cuMemUnmap");
     check(cuMemRelease(big), "cuMemRelease");
 
     /* One physical page at two addresses: bytes written through one are read through the other. */
