@@ -378,6 +378,11 @@ def main():
             if len(rows) != 1:
                 raise Violation(f"{args.json} has {len(rows)} rows; a placement log is of one trace and policy")
             row = rows[0]
+            # The page work too, where the replay gives it (one row per trace since the twenty-ninth session).
+            handles = checker.handles
+            pages = {"pages_mapped": "mapped", "pages_created": "created", "pages_unmapped": "unmapped",
+                     "pages_released": "released"}
+            figures.update({key: handles[name] for key, name in pages.items() if key in row})
             for key, value in figures.items():
                 if row[key] != value:
                     raise Violation(f"{key}: {value} recounted from the log, {row[key]} in {args.json}")

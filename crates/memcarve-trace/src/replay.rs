@@ -94,12 +94,29 @@ pub struct ReplayResult {
     pub peak_committed_bytes: u64,
     /// Device operations: block creations and destructions, page-run commits and decommits.
     pub driver_ops: u64,
+    /// Virtual heaps: the pages the commits mapped, the physical pages they created, the pages the decommits
+    /// unmapped and the physical pages those released, as a device that maps page by page counts them (CUDA, one
+    /// handle per page: `scripts/check_placements.py --handles` prices them). Zero in block mode.
+    pub pages: PageWork,
     /// Time spent in the allocator (reading the trace excluded).
     pub replay_time: Duration,
     /// PyTorch's own figures from the trace, when it came from a snapshot.
     pub pytorch: Option<PyTorchFigures>,
     /// Where the peak committed bytes went, when the replay used one virtual heap (none in block mode).
     pub peak_split: Option<PeakSplit>,
+}
+
+/// The page work of a replay's virtual heaps (see [`ReplayResult::pages`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageWork {
+    /// Address pages mapped (a physical page mapped at several addresses counts at each).
+    pub mapped: u64,
+    /// Physical pages created (mapped for the first time).
+    pub created: u64,
+    /// Address pages unmapped.
+    pub unmapped: u64,
+    /// Physical pages released (left mapped nowhere).
+    pub released: u64,
 }
 
 /// A virtual heap's committed bytes when they first reached their peak, in three parts that add up to them:
@@ -129,8 +146,9 @@ impl ReplayResult {
     /// Whether `other`, a replay of the same trace under the same policy, came out the same: the same
     /// allocations, frees, failures, peak committed bytes and driver operations (its time may differ).
     pub fn same_outcome(&self, other: &ReplayResult) -> bool {
-        let figures =
-            |r: &ReplayResult| (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.failures);
+        let figures = |r: &ReplayResult| {
+            (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.pages, r.failures)
+        };
         figures(self) == figures(other)
     }
 
@@ -282,6 +300,7 @@ impl Replayer {
                 peak_live_bytes: 0,
                 peak_committed_bytes: 0,
                 driver_ops: 0,
+                pages: PageWork::default(),
                 replay_time: Duration::ZERO,
                 pytorch: None,
                 peak_split: None,
@@ -545,6 +564,12 @@ impl Replayer {
         self.result.peak_committed_bytes = self.allocator.diagnostics().peak_committed_bytes;
         self.result.driver_ops =
             counters.blocks_created + counters.blocks_destroyed + counters.commits + counters.decommits;
+        self.result.pages = PageWork {
+            mapped: counters.pages_mapped,
+            created: counters.pages_created,
+            unmapped: counters.pages_unmapped,
+            released: counters.pages_released,
+        };
         self.result.pytorch = pytorch;
         self.result.peak_split = self.peak_split();
         let _ = &self.policy;
@@ -702,6 +727,7 @@ mod tests {
             let mut mappings: HashMap<u32, u32> = HashMap::new(); // physical page -> addresses showing it
             let mut users: HashMap<u32, (u64, u32)> = HashMap::new(); // physical page -> (address page, users)
             let (mut committed, mut peak) = (0u64, 0u64);
+            let mut work = PageWork::default(); // the page work, recounted
             for placement in &placements {
                 match *placement {
                     Placement::Map { offset, size } => {
@@ -721,6 +747,8 @@ mod tests {
                             if *count > 0 {
                                 committed -= PAGE;
                             }
+                            work.mapped += 1;
+                            work.created += u64::from(*count == 0);
                             *count += 1;
                         }
                     }
@@ -751,6 +779,8 @@ mod tests {
                                 if *count > 0 {
                                     committed += PAGE; // still mapped elsewhere: not given back
                                 }
+                                work.unmapped += 1;
+                                work.released += u64::from(*count == 0);
                                 assert!(users.get(&id).is_none_or(|&(at, _)| at != page), "{}", policy.name);
                             }
                         }
@@ -796,6 +826,7 @@ mod tests {
             }
             assert_eq!(peak, result.peak_committed_bytes, "{}", policy.name);
             assert_eq!(committed, samples.last().unwrap().committed_bytes, "{}", policy.name);
+            assert_eq!(work, result.pages, "{}", policy.name);
             assert!(live.is_empty());
         }
     }

@@ -220,6 +220,13 @@ struct Row {
     peak_committed_bytes: u64,
     overhead: f64,
     driver_ops: u64,
+    /// Virtual heaps (zero in block mode): the pages the driver operations mapped (at each address), the physical
+    /// pages they created, the pages unmapped and the physical pages released: a driver that maps page by page
+    /// (CUDA) pays per page (`scripts/check_placements.py --handles`).
+    pages_mapped: u64,
+    pages_created: u64,
+    pages_unmapped: u64,
+    pages_released: u64,
     pytorch_peak_reserved_bytes: Option<u64>,
     pytorch_overhead: Option<f64>,
     pytorch_segment_ops: Option<u64>,
@@ -360,6 +367,10 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 peak_committed_bytes: result.peak_committed_bytes,
                 overhead: result.overhead(),
                 driver_ops: result.driver_ops,
+                pages_mapped: result.pages.mapped,
+                pages_created: result.pages.created,
+                pages_unmapped: result.pages.unmapped,
+                pages_released: result.pages.released,
                 pytorch_peak_reserved_bytes: pytorch.map(|p| p.peak_reserved_bytes),
                 pytorch_overhead: pytorch.and_then(|p| p.overhead(result.peak_live_bytes)),
                 pytorch_segment_ops: pytorch.map(|p| p.segment_ops),

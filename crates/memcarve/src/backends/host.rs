@@ -229,6 +229,15 @@ pub struct HostCounters {
     pub commits: u64,
     /// `unmap_pages` calls.
     pub decommits: u64,
+    /// Address pages mapped by successful `map_pages` calls (a physical page mapped at several addresses counts at
+    /// each): what a driver that maps page by page, as CUDA does with a handle per page, is asked to map.
+    pub pages_mapped: u64,
+    /// Physical pages that `map_pages` brought to life (mapped nowhere before): handles created, on CUDA.
+    pub pages_created: u64,
+    /// Address pages unmapped by `unmap_pages`.
+    pub pages_unmapped: u64,
+    /// Physical pages `unmap_pages` left mapped nowhere, freed: handles released, on CUDA.
+    pub pages_released: u64,
     /// Block creations and commits failed by [`FaultInjection`].
     pub injected_failures: u64,
     /// Block creation attempts (calls with valid arguments), the count `fail_block_creation_at` refers to.
@@ -685,6 +694,9 @@ unsafe impl VirtualMemory for HostDevice {
                 start = end;
             }
         }
+        let counters = &mut self.ledger().counters;
+        counters.pages_mapped += pages.len() as u64;
+        counters.pages_created += born;
         Ok(())
     }
 
@@ -731,6 +743,8 @@ unsafe impl VirtualMemory for HostDevice {
         let mut ledger = self.ledger();
         ledger.discharge(reservation.heap_index, freed * page_size);
         ledger.counters.decommits += 1;
+        ledger.counters.pages_unmapped += (last - first) as u64;
+        ledger.counters.pages_released += freed;
     }
 
     fn host_address(&self, reservation: &HostReservation) -> Option<NonNull<u8>> {
@@ -2003,6 +2017,15 @@ mod tests {
             assert_eq!(usage(&device), vec![0]);
             let counters = device.counters();
             assert_eq!((counters.commits, counters.decommits, counters.committed_bytes), (4, 5, 0));
+            // Pages mapped 2 + 1 + 1 + 2, created 2 + 0 + 1 (page 6 again, after it was freed) + 2; unmapped
+            // 1 + 1 + 2 + 1 + 1, released 0 + 1 + 2 + 1 + 1; the refused maps count nothing.
+            let pages = (
+                counters.pages_mapped,
+                counters.pages_created,
+                counters.pages_unmapped,
+                counters.pages_released,
+            );
+            assert_eq!(pages, (6, 5, 6, 5));
         }
     }
 
