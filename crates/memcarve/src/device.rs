@@ -253,7 +253,10 @@ pub unsafe trait Device: Send + Sync {
 /// `cuMemUnmap` + `cuMemRelease`, with one physical allocation per page; the host backend models it). Physical
 /// pages are named by the caller: ids below the reservation's page count. A physical page lives while it is
 /// mapped somewhere: the first map creates it, the unmap of its last mapping frees it. Each map or unmap call
-/// covers one contiguous range of addresses and counts as one driver operation.
+/// covers one contiguous range of addresses and counts as one driver operation. On CUDA the work still goes by
+/// page: `cuMemMap` maps an allocation only whole, from its start, so a page shown alone at another address or
+/// freed alone must be an allocation of its own, and each page a call maps costs its own mapping and access
+/// setting (about 30 µs on an H200, docs/BENCHMARKS.md, "Twenty-ninth session").
 ///
 /// # Safety
 ///
