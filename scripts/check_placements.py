@@ -24,12 +24,12 @@ than the requests for a growing series, and may hold a page with nothing on it):
 physical pages that live allocations use and the bytes free inside them, its empty committed pages, and the
 committed bytes (blocks included). The pages in use at the peak live bytes are a floor under the peak committed
 bytes that no rule for mapping and unmapping pages reaches below with this placement. With `--handles`, a last line
-counts the virtual heap's work as CUDA would do it with one physical handle per page (as the heap's pages must be,
-to be given back one by one): the handles created and released, the pages mapped and unmapped, and the driver
-time that takes at the costs measured on the H200 (`HANDLE_COSTS_US`, from whole replays of placement logs by
+counts the virtual heap's work as CUDA does it, with one physical handle per page (what CUDA requires of this
+heap: `cuMemMap` maps a handle only whole, so a page shown again alone elsewhere, or given back alone, must be a
+handle of its own): the handles created and released, the pages mapped and unmapped, and the driver time that
+takes at the costs measured on the H200 (`HANDLE_COSTS_US`, from whole replays of placement logs by
 `benches/cuda/driver_replay.c`; for pages of another size than 2 MiB the costs of a handle of the nearest size
-measured). One handle per page is what CUDA requires of this heap: `cuMemMap` maps a handle only from its start,
-so a page shown again alone elsewhere, or given back alone, must be a handle of its own. The format is in
+measured). The format is in
 docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
 otherwise.
 """

@@ -144,7 +144,7 @@ impl ReplayResult {
     }
 
     /// Whether `other`, a replay of the same trace under the same policy, came out the same: the same
-    /// allocations, frees, failures, peak committed bytes and driver operations (its time may differ).
+    /// allocations, frees, failures, peak committed bytes, driver operations and page work (its time may differ).
     pub fn same_outcome(&self, other: &ReplayResult) -> bool {
         let figures = |r: &ReplayResult| {
             (r.allocations, r.frees, r.peak_committed_bytes, r.driver_ops, r.pages, r.failures)
