@@ -10,15 +10,16 @@
  * heap: every `map` line of the log (with the `pages` lines after it) becomes one handle per physical page not
  * alive yet (`cuMemCreate`), one `cuMemMap` per page, and one `cuMemSetAccess` over the mapped range; every
  * `unmap` line one `cuMemUnmap` over its range and a `cuMemRelease` for each physical page left mapped nowhere.
- * That is the simplest backend of the heap, one handle per page, as `scripts/check_placements.py --handles`
- * prices it. Allocation and free lines make no driver call and are skipped.
+ * One handle per page is what CUDA allows this heap: `cuMemMap` maps a handle only whole, so a page shown alone at
+ * another address, or freed alone, must be a handle of its own (`scripts/check_placements.py --handles` prices the
+ * same work). Allocation and free lines make no driver call and are skipped.
  * segments: `segment_alloc` / `segment_free` lines become `cuMemAlloc` / `cuMemFree` (what PyTorch's caching
  * allocator calls through cudaMalloc / cudaFree); `segment_map` / `segment_unmap` (expandable segments) become one
  * handle of the line's size created, mapped and given access in a reserved range, and unmapped and released.
  *
  * Each operation is timed as a whole (clock_gettime around its calls), and its calls by kind. Prints one line per
- * file: operations, handles created and released, pages mapped and unmapped, the time of the file's operations, and
- * the time by call; then the pages still mapped are unmapped and their handles released, timed apart (teardown, not
+ * file: operations, handles created and released, pages mapped and unmapped, mappings made, the time of the file's
+ * operations, and the time by call; then the pages still mapped are unmapped and their handles released, timed apart (teardown, not
  * counted: PyTorch's side frees its live segments there too). The last line sums all files. */
 #define _POSIX_C_SOURCE 199309L
 #include <cuda.h>
