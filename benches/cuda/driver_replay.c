@@ -19,8 +19,9 @@
  *
  * Each operation is timed as a whole (clock_gettime around its calls), and its calls by kind. Prints one line per
  * file: operations, handles created and released, pages mapped and unmapped, mappings made, the time of the file's
- * operations, and the time by call; then the pages still mapped are unmapped and their handles released, timed apart (teardown, not
- * counted: PyTorch's side frees its live segments there too). The last line sums all files. */
+ * operations, and the time by call; then the pages still mapped are unmapped and their handles released, timed
+ * apart (teardown, not counted: PyTorch's side frees its live segments there too). The last line sums all files.
+ * benches/cuda/stub holds a stand-in driver to build and test it without a GPU (scripts/test_driver_replay.py). */
 #define _POSIX_C_SOURCE 199309L
 #include <cuda.h>
 #include <stdint.h>
