@@ -260,6 +260,54 @@ int main(void) {
         printf("%zu MiB | %.1f | %.1f\n", (size_t)(alloc_sizes[s] / MIB), median(alloc_us, REPS),
                median(free_us, REPS));
     }
+
+    /* The same beside 64 GiB already allocated, as in a large heap's replay: allocations of one size over and over,
+     * then allocations of sizes that change from one to the next and stay (a block mode creating blocks), then a
+     * physical handle's life by size. */
+    enum { LIVE_GIB = 64, GROWN = 24 };
+    CUdeviceptr live[LIVE_GIB];
+    for (int i = 0; i < LIVE_GIB; i++) check(cuMemAlloc(&live[i], 1024 * MIB), "cuMemAlloc (live)");
+    CUdeviceptr spot;
+    check(cuMemAddressReserve(&spot, 2048 * MIB, 0, 0, 0), "cuMemAddressReserve");
+    printf("\nbeside %d GiB allocated: size | cuMemAlloc us | cuMemFree us | handle create + map + access us | "
+           "unmap + release us\n", LIVE_GIB);
+    for (size_t s = 0; s < sizeof alloc_sizes / sizeof *alloc_sizes - 1; s++) {
+        double alloc_us[REPS], free_us[REPS], make_us[REPS], drop_us[REPS];
+        for (int rep = 0; rep < REPS; rep++) {
+            CUdeviceptr pointer;
+            double t0 = now_us();
+            check(cuMemAlloc(&pointer, alloc_sizes[s]), "cuMemAlloc");
+            double t1 = now_us();
+            check(cuMemFree(pointer), "cuMemFree");
+            double t2 = now_us();
+            CUmemGenericAllocationHandle handle = create(alloc_sizes[s]);
+            check(cuMemMap(spot, alloc_sizes[s], 0, handle, 0), "cuMemMap");
+            check(cuMemSetAccess(spot, alloc_sizes[s], &access_desc, 1), "cuMemSetAccess");
+            double t3 = now_us();
+            check(cuMemUnmap(spot, alloc_sizes[s]), "cuMemUnmap");
+            check(cuMemRelease(handle), "cuMemRelease");
+            double t4 = now_us();
+            alloc_us[rep] = t1 - t0;
+            free_us[rep] = t2 - t1;
+            make_us[rep] = t3 - t2;
+            drop_us[rep] = t4 - t3;
+        }
+        printf("%zu MiB | %.1f | %.1f | %.1f | %.1f\n", (size_t)(alloc_sizes[s] / MIB), median(alloc_us, REPS),
+               median(free_us, REPS), median(make_us, REPS), median(drop_us, REPS));
+    }
+    CUdeviceptr grown[GROWN];
+    double grow_us[GROWN];
+    for (int i = 0; i < GROWN; i++) {
+        size_t size = (size_t)(128 + 40 * i) * MIB; /* 128 MiB to about 1 GiB, each a new size */
+        double t0 = now_us();
+        check(cuMemAlloc(&grown[i], size), "cuMemAlloc (grown)");
+        grow_us[i] = now_us() - t0;
+    }
+    for (int i = 0; i < GROWN; i++) check(cuMemFree(grown[i]), "cuMemFree (grown)");
+    printf("%d allocations of a new size each (128 MiB to 1 GiB), kept: cuMemAlloc median %.1f us\n", GROWN,
+           median(grow_us, GROWN));
+    check(cuMemAddressFree(spot, 2048 * MIB), "cuMemAddressFree");
+    for (int i = 0; i < LIVE_GIB; i++) check(cuMemFree(live[i]), "cuMemFree (live)");
     check(cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease");
     return 0;
 }
