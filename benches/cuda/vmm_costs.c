@@ -10,8 +10,9 @@
  * the heap's pages are, against one handle for the whole range); whether one cuMemUnmap may cover several
  * mappings, and part of one; whether a mapping may start at an offset in its handle, or take only its first part;
  * what showing a whole handle of 64 MiB at a second address costs; whether a physical page mapped at two addresses
- * shows the same bytes at both; and, for
- * comparison, what cuMemAlloc and cuMemFree (PyTorch's segments without expandable segments) cost by size. */
+ * shows the same bytes at both; and, for comparison, what cuMemAlloc and cuMemFree (PyTorch's segments without
+ * expandable segments) cost by size, also beside 64 GiB already allocated, with a handle's life by size there and
+ * allocations of a new size each, kept. */
 #define _POSIX_C_SOURCE 199309L
 #include <cuda.h>
 #include <stdint.h>
