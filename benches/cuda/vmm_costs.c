@@ -59,6 +59,17 @@ static CUmemGenericAllocationHandle create(size_t size) {
     return handle;
 }
 
+/* One cuMemAlloc of `size` and its cuMemFree, timed. */
+static void alloc_and_free(size_t size, double *alloc_us, double *free_us) {
+    CUdeviceptr pointer;
+    double t0 = now_us();
+    check(cuMemAlloc(&pointer, size), "cuMemAlloc");
+    double t1 = now_us();
+    check(cuMemFree(pointer), "cuMemFree");
+    *alloc_us = t1 - t0;
+    *free_us = now_us() - t1;
+}
+
 int main(void) {
     check(cuInit(0), "cuInit");
     CUdevice device;
@@ -248,16 +259,7 @@ int main(void) {
     const size_t alloc_sizes[] = {2 * MIB, 20 * MIB, 128 * MIB, 1024 * MIB, 8192 * MIB};
     for (size_t s = 0; s < sizeof alloc_sizes / sizeof *alloc_sizes; s++) {
         double alloc_us[REPS], free_us[REPS];
-        for (int rep = 0; rep < REPS; rep++) {
-            CUdeviceptr pointer;
-            double t0 = now_us();
-            check(cuMemAlloc(&pointer, alloc_sizes[s]), "cuMemAlloc");
-            double t1 = now_us();
-            check(cuMemFree(pointer), "cuMemFree");
-            double t2 = now_us();
-            alloc_us[rep] = t1 - t0;
-            free_us[rep] = t2 - t1;
-        }
+        for (int rep = 0; rep < REPS; rep++) alloc_and_free(alloc_sizes[s], &alloc_us[rep], &free_us[rep]);
         printf("%zu MiB | %.1f | %.1f\n", (size_t)(alloc_sizes[s] / MIB), median(alloc_us, REPS),
                median(free_us, REPS));
     }
@@ -275,11 +277,7 @@ int main(void) {
     for (size_t s = 0; s < sizeof alloc_sizes / sizeof *alloc_sizes - 1; s++) {
         double alloc_us[REPS], free_us[REPS], make_us[REPS], drop_us[REPS];
         for (int rep = 0; rep < REPS; rep++) {
-            CUdeviceptr pointer;
-            double t0 = now_us();
-            check(cuMemAlloc(&pointer, alloc_sizes[s]), "cuMemAlloc");
-            double t1 = now_us();
-            check(cuMemFree(pointer), "cuMemFree");
+            alloc_and_free(alloc_sizes[s], &alloc_us[rep], &free_us[rep]);
             double t2 = now_us();
             CUmemGenericAllocationHandle handle = create(alloc_sizes[s]);
             check(cuMemMap(spot, alloc_sizes[s], 0, handle, 0), "cuMemMap");
@@ -288,8 +286,6 @@ int main(void) {
             check(cuMemUnmap(spot, alloc_sizes[s]), "cuMemUnmap");
             check(cuMemRelease(handle), "cuMemRelease");
             double t4 = now_us();
-            alloc_us[rep] = t1 - t0;
-            free_us[rep] = t2 - t1;
             make_us[rep] = t3 - t2;
             drop_us[rep] = t4 - t3;
         }
