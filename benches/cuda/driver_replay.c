@@ -30,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "device_memory.h"
+
 /* The heap's page size: 2 MiB (the device's granularity), or `--page-size BYTES` for logs of a heap configured
  * with larger pages. */
 static unsigned long long page_size = 2ull << 20;
@@ -254,7 +256,7 @@ static void replay_segments(const char *file) {
             if (addr + size > high) high = addr + size;
         }
     }
-    struct segment *live = calloc(count + 1, sizeof *live);
+    struct segment *live = allocate_or_die((size_t)count, sizeof *live);
     long live_count = 0, line_no = 0;
     CUdeviceptr base = 0;
     unsigned long long span = 0;
@@ -347,12 +349,7 @@ int main(int argc, char **argv) {
     CUcontext context;
     check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain", file, line_no);
     check(cuCtxSetCurrent(context), "cuCtxSetCurrent", file, line_no);
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
-    access_desc.location = prop.location;
-    access_desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    device_memory(device, &prop, &access_desc);
     size_t granularity = 0;
     check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity", file,
           line_no);

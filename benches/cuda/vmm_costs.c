@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "device_memory.h"
+
 #define MIB (1ull << 20)
 #define REPS 41
 #define RANGE_PAGES 64
@@ -83,12 +85,7 @@ int main(void) {
     cuDriverGetVersion(&driver);
     printf("device: %s, driver API %d\n", name, driver);
 
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
-    access_desc.location = prop.location;
-    access_desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    device_memory(device, &prop, &access_desc);
     size_t minimum = 0, recommended = 0;
     check(cuMemGetAllocationGranularity(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
     check(cuMemGetAllocationGranularity(&recommended, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "granularity");
