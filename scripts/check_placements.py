@@ -49,9 +49,7 @@ import sys
 # before its teardown: from `benches/cuda/vmm_costs.c`, 22:33 UTC on 2026-12-03). Create and release by page
 # size in MiB (creation measured in replays for 2 and 8 MiB, release in the micro-benchmark for all five).
 HANDLE_COSTS_US = {
-    "map_call": 0.0,
     "page_mapped": 29.6,
-    "unmap_call": 0.0,
     "page_unmapped": 20.8,
     "create": {2: 12.4, 8: 10.6},
     "release": {2: 9.6, 4: 10.5, 8: 12.3, 16: 15.7, 32: 16.7},
@@ -68,10 +66,8 @@ def handle_time_us(handles, page_size):
         return table[min(table, key=lambda size: abs(size - mib))]
 
     return (
-        handles["map_calls"] * costs["map_call"]
-        + handles["mapped"] * costs["page_mapped"]
+        handles["mapped"] * costs["page_mapped"]
         + handles["created"] * nearest(costs["create"])
-        + handles["unmap_calls"] * costs["unmap_call"]
         + handles["unmapped"] * costs["page_unmapped"]
         + handles["released"] * nearest(costs["release"])
     )
