@@ -73,6 +73,11 @@ def handle_time_us(handles, page_size):
     )
 
 
+def driver_time_us(handles_by_page):
+    """`handle_time_us` summed over page sizes (`Checker.handles_by_page`: page size -> counts)."""
+    return sum(handle_time_us(handles, page) for page, handles in handles_by_page.items())
+
+
 class Violation(Exception):
     """The log breaks a rule; the message says which, and where."""
 
@@ -80,6 +85,13 @@ class Violation(Exception):
 class Checker:
     def __init__(self, page_size):
         self.page = page_size
+        # Tiers of the virtual heap opened (`tier` lines): sorted starts and their page sizes. Below the first
+        # start, pages are `page_size` bytes.
+        self.tier_starts = []
+        self.tier_pages = {}
+        # Physical page -> its size; the bytes of those alive (mapped somewhere).
+        self.physical_size = {}
+        self.physical_bytes = 0
         # Virtual heap: address page -> physical page shown there; physical page -> addresses showing it;
         # physical page -> [address page using it, live allocations on it].
         self.shows = {}
@@ -101,6 +113,8 @@ class Checker:
         self.mapping = None
         # The virtual heap's work with one handle per page (see `--handles`; its calls are those `kinds` counts).
         self.handles = {"mapped": 0, "created": 0, "unmapped": 0, "released": 0}
+        # The same by page size (what the driver time depends on).
+        self.handles_by_page = {}
         self.block_bytes = 0
         self.peak_committed = 0
         self.live_bytes = 0
@@ -117,7 +131,31 @@ class Checker:
         raise Violation(f"line {self.line}: {message}")
 
     def committed(self):
-        return len(self.mappings) * self.page + self.block_bytes
+        return self.physical_bytes + self.block_bytes
+
+    def page_at(self, address):
+        """The page size of the virtual heap at `address`: its tier's, or the heap's first."""
+        at = bisect.bisect_right(self.tier_starts, address)
+        return self.tier_pages[self.tier_starts[at - 1]] if at else self.page
+
+    def count_handles(self, page, **counts):
+        for name, count in counts.items():
+            self.handles[name] += count
+            by_page = self.handles_by_page.setdefault(page, {"mapped": 0, "created": 0, "unmapped": 0, "released": 0})
+            by_page[name] += count
+
+    def on_tier(self, index, offset, page):
+        self.settle_map()
+        if index != len(self.tier_starts) + 1:
+            self.fail(f"tier {index} after {len(self.tier_starts)} tiers")
+        if self.tier_starts and offset <= self.tier_starts[-1]:
+            self.fail(f"tier {index} at {offset}, not above the tier before it")
+        if page <= self.page_at(offset) or page & (page - 1):
+            self.fail(f"tier {index}: pages of {page} bytes, not a power of two larger than the tier's before it")
+        if offset % page or any(address >= offset for address in self.shows):
+            self.fail(f"tier {index} at {offset}: not on a page boundary, or over mapped pages")
+        self.tier_starts.append(offset)
+        self.tier_pages[offset] = page
 
     def note_committed(self):
         committed = self.committed()
@@ -139,7 +177,7 @@ class Checker:
         if not self.unassigned:
             return
         pages = sorted(self.unassigned)
-        start, end = pages[0], pages[-1] + self.page
+        start, end = pages[0], pages[-1] + self.page_at(pages[-1])
         for page in pages:
             del self.shows[page]
         self.unassigned.clear()
@@ -172,18 +210,20 @@ class Checker:
             self.fail("empty map")
         self.ops += 1
         # Block ranges need not be page multiples; a virtual-heap mapping is, and gets `pages` lines.
-        if offset % self.page or size % self.page:
+        page_size = self.page_at(offset)
+        if offset % page_size or size % page_size:
             self.add_block(offset, offset + size)
             return
-        for page in range(offset, offset + size, self.page):
+        for page in range(offset, offset + size, page_size):
             if page in self.shows or self.block_of(page, page + 1) is not None:
                 self.fail(f"page {page} mapped twice")
             self.shows[page] = None
             self.unassigned.add(page)
 
     def on_pages(self, first, offset, count):
+        page_size = self.page_at(offset)
         for index in range(count):
-            page = offset + index * self.page
+            page = offset + index * page_size
             if page not in self.unassigned:
                 self.fail(f"pages line for page {page}, which the map before did not map")
             self.unassigned.remove(page)
@@ -191,8 +231,13 @@ class Checker:
             self.shows[page] = physical
             if self.mapping is None:
                 self.mapping = [0, 0]
-            self.handles["mapped"] += 1
-            self.handles["created"] += physical not in self.mappings
+            created = physical not in self.mappings
+            self.count_handles(page_size, mapped=1, created=int(created))
+            if created:
+                self.physical_size[physical] = page_size
+                self.physical_bytes += page_size
+            elif self.physical_size[physical] != page_size:
+                self.fail(f"physical page {physical} of {self.physical_size[physical]} bytes shown in pages of {page_size}")
             self.mapping[physical in self.mappings] += 1
             self.mappings[physical] = self.mappings.get(physical, 0) + 1
         self.note_committed()
@@ -209,10 +254,11 @@ class Checker:
             del self.block_live[offset]
             self.block_bytes -= size
             return
-        if offset % self.page or size % self.page:
+        page_size = self.page_at(offset)
+        if offset % page_size or size % page_size:
             self.fail(f"unmap of [{offset}, {offset + size}), neither a block nor whole pages")
         self.kinds["unmaps"] += 1
-        for page in range(offset, offset + size, self.page):
+        for page in range(offset, offset + size, page_size):
             if page not in self.shows:
                 self.fail(f"page {page} unmapped while not mapped")
             physical = self.shows.pop(page)
@@ -220,10 +266,11 @@ class Checker:
             if user is not None and user[0] == page:
                 self.fail(f"page {page} unmapped under a live allocation")
             self.mappings[physical] -= 1
-            self.handles["unmapped"] += 1
+            self.count_handles(page_size, unmapped=1)
             if self.mappings[physical] == 0:
                 del self.mappings[physical]
-                self.handles["released"] += 1
+                self.physical_bytes -= self.physical_size.pop(physical)
+                self.count_handles(page_size, released=1)
 
     def handle_counts(self):
         """`handles` with the calls they took: the virtual heap's mappings and unmaps, as `kinds` counts them."""
@@ -232,7 +279,8 @@ class Checker:
         return dict(self.handles, **calls)
 
     def pages_of(self, offset, end):
-        return range(offset - offset % self.page, end, self.page)
+        page = self.page_at(offset)
+        return range(offset - offset % page, end, page)
 
     def on_alloc(self, ident, offset, size):
         self.settle_map()
@@ -298,13 +346,15 @@ class Checker:
                 continue
             for page in self.pages_of(offset, end):
                 physical = self.shows[page]
-                used[physical] = used.get(physical, 0) + min(end, page + self.page) - max(offset, page)
+                used[physical] = used.get(physical, 0) + min(end, page + self.page_at(page)) - max(offset, page)
+        used_bytes = sum(self.physical_size[physical] for physical in used)
         return {
             "line": self.line,
             "live_bytes": self.live_bytes,
             "pages_in_use": len(used),
-            "free_in_used_pages": len(used) * self.page - sum(used.values()),
+            "free_in_used_pages": used_bytes - sum(used.values()),
             "empty_pages": len(self.mappings) - len(used),
+            "empty_bytes": self.physical_bytes - used_bytes,
             "committed_bytes": self.committed(),
         }
 
@@ -335,6 +385,8 @@ class Checker:
                     self.on_alloc(int(row[1]), int(row[2]), int(row[3]))
                 elif event == "free":
                     self.on_free(int(row[1]))
+                elif event == "tier":
+                    self.on_tier(int(row[1]), int(row[2]), int(row[3]))
                 else:
                     self.fail(f"unknown event {event!r}")
             except (IndexError, ValueError):
@@ -396,7 +448,7 @@ def main():
                 # the pages of the ranges it placed, which can be longer than the requests (a growing series'
                 # members), and holds its small region's first page with nothing on it: pages this log shows
                 # empty may be in use to it, never the other way round.
-                ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_pages"] * args.page_size)
+                ours = (at["live_bytes"], at["free_in_used_pages"], at["empty_bytes"])
                 theirs = (row["at_peak_live_bytes"], row["at_peak_partly_used_bytes"], row["at_peak_empty_bytes"])
                 if (ours[0], ours[1] + ours[2]) != (theirs[0], theirs[1] + theirs[2]) or theirs[2] > ours[2]:
                     raise Violation(f"at the peak committed bytes: live, partly used and empty bytes {ours} "
@@ -421,7 +473,7 @@ def main():
         print(
             f"{args.log}: with one handle per page: {handles['created']} created, {handles['mapped']} pages mapped "
             f"in {handles['map_calls']} calls, {handles['unmapped']} unmapped in {handles['unmap_calls']} calls, "
-            f"{handles['released']} released: {handle_time_us(handles, args.page_size) / 1000:.1f} ms of driver "
+            f"{handles['released']} released: {driver_time_us(checker.handles_by_page) / 1000:.1f} ms of driver "
             f"time on the H200"
         )
     for what, at in peaks:

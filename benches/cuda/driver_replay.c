@@ -12,7 +12,9 @@
  * `unmap` line one `cuMemUnmap` over its range and a `cuMemRelease` for each physical page left mapped nowhere.
  * One handle per page is what CUDA allows this heap: `cuMemMap` maps a handle only whole, so a page shown alone at
  * another address, or freed alone, must be a handle of its own (`scripts/check_placements.py --handles` prices the
- * same work). Allocation and free lines make no driver call and are skipped.
+ * same work). Allocation and free lines make no driver call and are skipped. A `tier` line (a heap in tiers)
+ * says that from its offset on pages are of its size: physical page ids of tier k are numbered from k << 28, and
+ * their handles are of that tier's page size.
  * segments: `segment_alloc` / `segment_free` lines become `cuMemAlloc` / `cuMemFree` (what PyTorch's caching
  * allocator calls through cudaMalloc / cudaFree); `segment_map` / `segment_unmap` (expandable segments) become one
  * handle of the line's size created, mapped and given access in a reserved range, and unmapped and released.
@@ -35,6 +37,20 @@
 /* The heap's page size: 2 MiB (the device's granularity), or `--page-size BYTES` for logs of a heap configured
  * with larger pages. */
 static unsigned long long page_size = 2ull << 20;
+
+/* The tiers a log's `tier` lines open (at most 15 past the first): start and page size. Physical page ids of tier
+ * k are numbered from k << TIER_ID_SHIFT, as `memcarve replay --placements` writes them. */
+#define TIER_ID_SHIFT 28
+#define MAX_TIERS 16
+static unsigned long long tier_start[MAX_TIERS], tier_page[MAX_TIERS];
+static int tiers = 1;
+
+/* The page size at address offset `offset`. */
+static unsigned long long page_at(unsigned long long offset) {
+    int k = tiers - 1;
+    while (k > 0 && offset < tier_start[k]) k--;
+    return tier_page[k];
+}
 
 enum { T_CREATE, T_MAP, T_ACCESS, T_UNMAP, T_RELEASE, T_ALLOC, T_FREE, T_KINDS };
 static const char *kind_names[T_KINDS] = {"create", "map", "access", "unmap", "release", "alloc", "free"};
@@ -110,8 +126,16 @@ static void *allocate_or_die(size_t count, size_t size) {
     return memory;
 }
 
-/* Opens a placement log and reads it once: the address pages its mappings reach and the physical page ids it
- * names (one past the highest of each), so that the replay can size its tables. */
+/* Where each tier's physical page ids start in the replay's tables (tier k's id i at id_base[k] + i). */
+static size_t id_base[MAX_TIERS];
+
+static size_t id_index(unsigned long long id) {
+    return id_base[id >> TIER_ID_SHIFT] + (size_t)(id & ((1ull << TIER_ID_SHIFT) - 1));
+}
+
+/* Opens a placement log and reads it once: its tiers, the address pages its mappings reach (in units of the first
+ * tier's page) and the physical page ids it names per tier, so that the replay can size its tables (`ids`: all
+ * tiers' ids). */
 static FILE *scan_log(const char *file, size_t *pages, size_t *ids) {
     FILE *in = fopen(file, "r");
     if (!in) {
@@ -119,17 +143,38 @@ static FILE *scan_log(const char *file, size_t *pages, size_t *ids) {
         exit(1);
     }
     char text[256];
-    unsigned long long a, b, c, end = 0, id_end = 0;
+    unsigned long long a, b, c, end = 0, id_end[MAX_TIERS] = {0};
+    tiers = 1;
+    tier_start[0] = 0;
+    tier_page[0] = page_size;
     while (fgets(text, sizeof text, in)) {
         if (sscanf(text, "map,,%llu,%llu", &a, &b) == 2 || sscanf(text, "unmap,,%llu,%llu", &a, &b) == 2) {
             if (a + b > end) end = a + b;
         } else if (sscanf(text, "pages,%llu,%llu,%llu", &a, &b, &c) == 3) {
-            if (a + c > id_end) id_end = a + c;
+            unsigned long long k = a >> TIER_ID_SHIFT, local = a & ((1ull << TIER_ID_SHIFT) - 1);
+            if (k >= MAX_TIERS) {
+                fprintf(stderr, "%s: physical page %llu of tier %llu: too many tiers\n", file, a, k);
+                exit(1);
+            }
+            if (local + c > id_end[k]) id_end[k] = local + c;
+        } else if (sscanf(text, "tier,%llu,%llu,%llu", &a, &b, &c) == 3) {
+            if (a != (unsigned long long)tiers || a >= MAX_TIERS || c <= tier_page[tiers - 1] || b % c != 0) {
+                fprintf(stderr, "%s: tier line %s", file, text);
+                exit(1);
+            }
+            tier_start[tiers] = b;
+            tier_page[tiers] = c;
+            tiers++;
         }
     }
     rewind(in);
+    size_t all = 0;
+    for (int k = 0; k < MAX_TIERS; k++) {
+        id_base[k] = all;
+        all += (size_t)id_end[k];
+    }
     *pages = (size_t)((end + page_size - 1) / page_size);
-    *ids = (size_t)id_end;
+    *ids = all;
     return in;
 }
 
@@ -151,7 +196,9 @@ static void replay_heap(const char *file) {
     for (size_t i = 0; i < pages; i++) shown[i] = -1;
     CUdeviceptr base = 0;
     long line_no = 0;
-    check(cuMemAddressReserve(&base, pages * page_size, 0, 0, 0), "cuMemAddressReserve", file, line_no);
+    /* Aligned to the largest page, so that every tier's pages lie on their own size's boundary. */
+    check(cuMemAddressReserve(&base, pages * page_size, tier_page[tiers - 1], 0, 0), "cuMemAddressReserve", file,
+          line_no);
     /* A map waits for its pages lines: it is made when the next other line (or the end) comes. */
     unsigned long long map_offset = 0, map_size = 0;
     int pending = 0;
@@ -165,13 +212,19 @@ static void replay_heap(const char *file) {
                 fprintf(stderr, "%s: line %ld: pages without a map\n", file, line_no);
                 exit(1);
             }
+            unsigned long long size = page_at(b);
             for (unsigned long long k = 0; k < c; k++) {
-                unsigned long long id = a + k, offset = b + k * page_size;
+                unsigned long long offset = b + k * size;
+                size_t id = id_index(a + k);
+                if (tier_page[(a + k) >> TIER_ID_SHIFT] != size) {
+                    fprintf(stderr, "%s: line %ld: a physical page shown in pages of another size\n", file, line_no);
+                    exit(1);
+                }
                 if (handles[id] == 0) {
-                    TIMED(&t, T_CREATE, cuMemCreate(&handles[id], page_size, &prop, 0), "cuMemCreate");
+                    TIMED(&t, T_CREATE, cuMemCreate(&handles[id], size, &prop, 0), "cuMemCreate");
                     t.created++;
                 }
-                TIMED(&t, T_MAP, cuMemMap(base + offset, page_size, 0, handles[id], 0), "cuMemMap");
+                TIMED(&t, T_MAP, cuMemMap(base + offset, size, 0, handles[id], 0), "cuMemMap");
                 t.mappings++;
                 mappings[id]++;
                 shown[offset / page_size] = (int64_t)id;
@@ -195,7 +248,7 @@ static void replay_heap(const char *file) {
         } else if (strcmp(event, "unmap") == 0 && sscanf(text, "unmap,,%llu,%llu", &a, &b) == 2) {
             double start = now_us();
             TIMED(&t, T_UNMAP, cuMemUnmap(base + a, b), "cuMemUnmap");
-            for (unsigned long long offset = a; offset < a + b; offset += page_size) {
+            for (unsigned long long offset = a; offset < a + b; offset += page_at(offset)) {
                 int64_t id = shown[offset / page_size];
                 if (id < 0) {
                     fprintf(stderr, "%s: line %ld: unmap of a page not mapped\n", file, line_no);
@@ -219,7 +272,8 @@ static void replay_heap(const char *file) {
     for (size_t page = 0; page < pages; page++) {
         int64_t id = shown[page];
         if (id < 0) continue;
-        check(cuMemUnmap(base + page * page_size, page_size), "cuMemUnmap (teardown)", file, line_no);
+        unsigned long long offset = page * page_size;
+        check(cuMemUnmap(base + offset, page_at(offset)), "cuMemUnmap (teardown)", file, line_no);
         if (--mappings[id] == 0) check(cuMemRelease(handles[id]), "cuMemRelease (teardown)", file, line_no);
     }
     check(cuMemAddressFree(base, pages * page_size), "cuMemAddressFree", file, line_no);

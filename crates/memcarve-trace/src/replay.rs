@@ -206,6 +206,17 @@ pub enum Placement {
         /// Pages.
         count: u32,
     },
+    /// `tier,<index>,<offset>,<page size>`: a tier of the virtual heap opened (see
+    /// `VirtualHeapConfig::with_tiers`): from `offset` on, addresses are mapped in pages of `page_size` bytes.
+    /// The first tier's pages are the heap's page size, told by no line.
+    Tier {
+        /// The tier's index (1 for the first tier opened).
+        index: u64,
+        /// Start of its address range.
+        offset: u64,
+        /// Its page size.
+        page_size: u64,
+    },
 }
 
 impl std::fmt::Display for Placement {
@@ -216,6 +227,7 @@ impl std::fmt::Display for Placement {
             Placement::Map { offset, size } => write!(f, "map,,{offset},{size}"),
             Placement::Unmap { offset, size } => write!(f, "unmap,,{offset},{size}"),
             Placement::Pages { first, offset, count } => write!(f, "pages,{first},{offset},{count}"),
+            Placement::Tier { index, offset, page_size } => write!(f, "tier,{index},{offset},{page_size}"),
         }
     }
 }
@@ -273,6 +285,8 @@ pub struct Replayer {
     samples: Option<Box<dyn FnMut(Sample)>>,
     /// The index of the next event.
     next_event: u64,
+    /// Tiers of the virtual heap opened so far (placement logs number them).
+    tiers_seen: u64,
 }
 
 const DENSE_IDS: u64 = 1 << 24;
@@ -309,6 +323,7 @@ impl Replayer {
             numbering: None,
             samples: None,
             next_event: 0,
+            tiers_seen: 0,
         })
     }
 
@@ -443,6 +458,11 @@ impl Replayer {
                         }
                     }
                     PageEvent::Decommit { offset, size } => self.emit(Placement::Unmap { offset, size }),
+                    PageEvent::Tier { offset, page_size } => {
+                        self.tiers_seen += 1;
+                        let index = self.tiers_seen;
+                        self.emit(Placement::Tier { index, offset, page_size });
+                    }
                 }
             }
         }
@@ -587,6 +607,7 @@ mod tests {
 
     use super::*;
     use crate::model::{Alloc, AllocationId, Free};
+    use memcarve::virtual_heap::HeapTier;
 
     const MIB: u64 = 1 << 20;
 
@@ -718,8 +739,13 @@ mod tests {
     fn placement_logs_are_consistent_for_every_policy() {
         const PAGE: u64 = 2 << 20;
         let events = events();
-        for policy in policies() {
+        for policy in policies().into_iter().chain([tiered_policy()]) {
             let (result, placements, samples) = observe(&policy, &events);
+            // Tiers opened: start -> page size (below the first, the heap's page).
+            let mut tiers: BTreeMap<u64, u64> = BTreeMap::new();
+            let page_at = |tiers: &BTreeMap<u64, u64>, at: u64| {
+                tiers.range(..=at).next_back().map_or(PAGE, |(_, &p)| p)
+            };
             let mut mapped: BTreeMap<u64, u64> = BTreeMap::new(); // start -> size, as mapped
             let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // offset -> (size, id)
             let mut by_id: HashMap<u64, u64> = HashMap::new();
@@ -738,14 +764,21 @@ mod tests {
                         // New memory unless `pages` lines say the physical pages are mapped elsewhere already.
                         committed += size;
                     }
+                    Placement::Tier { index, offset, page_size } => {
+                        assert_eq!(index, tiers.len() as u64 + 1, "{}: {placement}", policy.name);
+                        assert!(page_size > page_at(&tiers, offset), "{}: {placement}", policy.name);
+                        assert!(!covered(&mapped, offset, offset + 1), "{}: {placement}", policy.name);
+                        tiers.insert(offset, page_size);
+                    }
                     Placement::Pages { first, offset, count } => {
+                        let page_size = page_at(&tiers, offset);
                         for index in 0..u64::from(count) {
-                            let (page, id) = (offset + index * PAGE, first + index as u32);
-                            assert!(covered(&mapped, page, page + PAGE), "{}: {placement}", policy.name);
+                            let (page, id) = (offset + index * page_size, first + index as u32);
+                            assert!(covered(&mapped, page, page + page_size), "{}: {placement}", policy.name);
                             assert!(shows.insert(page, id).is_none(), "{}: {placement}", policy.name);
                             let count = mappings.entry(id).or_default();
                             if *count > 0 {
-                                committed -= PAGE;
+                                committed -= page_size;
                             }
                             work.mapped += 1;
                             work.created += u64::from(*count == 0);
@@ -772,12 +805,13 @@ mod tests {
                             }
                         }
                         committed -= size;
-                        for page in (offset..end).step_by(PAGE as usize) {
+                        let page_size = page_at(&tiers, offset);
+                        for page in (offset..end).step_by(page_size as usize) {
                             if let Some(id) = shows.remove(&page) {
                                 let count = mappings.get_mut(&id).unwrap();
                                 *count -= 1;
                                 if *count > 0 {
-                                    committed += PAGE; // still mapped elsewhere: not given back
+                                    committed += page_size; // still mapped elsewhere: not given back
                                 }
                                 work.unmapped += 1;
                                 work.released += u64::from(*count == 0);
@@ -796,7 +830,10 @@ mod tests {
                             .next_back()
                             .is_some_and(|(&o, &(z, _))| o + z > offset);
                         assert!(!overlaps, "{}: {placement} overlaps", policy.name);
-                        for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
+                        let page_size = page_at(&tiers, offset);
+                        for page in
+                            (offset / page_size * page_size..offset + size).step_by(page_size as usize)
+                        {
                             if let Some(&physical) = shows.get(&page) {
                                 let entry = users.entry(physical).or_insert((page, 0));
                                 assert_eq!(entry.0, page, "{}: {placement} shares memory", policy.name);
@@ -809,7 +846,10 @@ mod tests {
                     Placement::Free { id } => {
                         let offset = by_id.remove(&id).unwrap();
                         let (size, _) = live.remove(&offset).unwrap();
-                        for page in (offset / PAGE * PAGE..offset + size).step_by(PAGE as usize) {
+                        let page_size = page_at(&tiers, offset);
+                        for page in
+                            (offset / page_size * page_size..offset + size).step_by(page_size as usize)
+                        {
                             if let Some(physical) = shows.get(&page) {
                                 let entry = users.get_mut(physical).unwrap();
                                 entry.1 -= 1;
@@ -828,6 +868,20 @@ mod tests {
             assert_eq!(committed, samples.last().unwrap().committed_bytes, "{}", policy.name);
             assert_eq!(work, result.pages, "{}", policy.name);
             assert!(live.is_empty());
+            if policy.name == "vmm-tiers" {
+                assert_eq!(tiers.len(), 2, "both tiers opened");
+            }
+        }
+    }
+
+    /// The default policy with tiers that open early: 8 MiB pages from 64 MiB committed, 32 MiB from 256 MiB.
+    fn tiered_policy() -> Policy {
+        let heap = VirtualHeapConfig::default()
+            .with_tiers(vec![HeapTier::new(64 << 20, 8 << 20), HeapTier::new(256 << 20, 32 << 20)]);
+        Policy {
+            name: "vmm-tiers",
+            description: "virtual heap with early tiers",
+            config: AllocatorConfig::default().with_virtual_heap(heap),
         }
     }
 

@@ -21,6 +21,7 @@ use crate::diagnostics::{
     LeakReport, MemoryStats,
 };
 use crate::error::{Error, Result};
+use crate::heap_tiers::TieredHeap;
 use crate::mapping::{MappedAllocation, MappedPtr, Mapping, atom_range, check_range};
 use crate::policy::{
     AllocationDesc, AllocationOptions, BudgetPolicy, Dedicated, MemoryTypeChoice, RankedTypes, Usage,
@@ -28,7 +29,7 @@ use crate::policy::{
 };
 use crate::pool::{Placement, Pool};
 use crate::report::{BlockReport, RangeReport};
-use crate::virtual_heap::{PageEvent, PageRecord, VirtualHeap, VirtualHeapConfig, VirtualHeapStats};
+use crate::virtual_heap::{PageEvent, PageRecord, VirtualHeapConfig, VirtualHeapStats};
 
 const MIB: u64 = 1 << 20;
 
@@ -535,7 +536,7 @@ pub struct Allocator<D: Device> {
     /// Generation the next pool in each custom slot gets.
     custom_generations: Mutex<Vec<u32>>,
     /// One per memory type, created on first use (virtual-heap mode only).
-    heaps: Vec<Mutex<Option<VirtualHeap<D::Virtual>>>>,
+    heaps: Vec<Mutex<Option<TieredHeap<D::Virtual>>>>,
     live_blocks: AtomicU32,
     block_limit: u32,
     diagnostics: AtomicDiagnostics,
@@ -571,16 +572,30 @@ impl<D: Device> Allocator<D> {
         if sizes.host_max < sizes.host_initial || config.max_memory_blocks == 0 {
             return Err(Error::InvalidConfig { reason: "host max below initial, or a block limit of 0" });
         }
-        if let Some(page_size) = config.virtual_heap.as_ref().and_then(|heap| heap.page_size) {
-            let granularities = device.virtual_memory().map(|vm| {
-                (0..properties.types.len() as u32).filter_map(|memory_type| vm.granularity(memory_type)).max()
-            });
-            if !page_size.is_power_of_two()
-                || granularities.flatten().is_some_and(|largest| page_size < largest)
+        let granularity = device.virtual_memory().and_then(|vm| {
+            (0..properties.types.len() as u32).filter_map(|memory_type| vm.granularity(memory_type)).max()
+        });
+        if let Some(heap) = config.virtual_heap.as_ref() {
+            if let Some(page_size) = heap.page_size
+                && (!page_size.is_power_of_two() || granularity.is_some_and(|largest| page_size < largest))
             {
                 return Err(Error::InvalidConfig {
                     reason: "the virtual heap's page size must be a power of two, at least the device's granularity",
                 });
+            }
+            // Each tier's pages larger than the tier's before it, and its threshold higher (tiers with pages no
+            // larger than the heap's are left out when it is made).
+            let mut below = (1, 0);
+            for tier in &heap.tiers {
+                if !tier.page_size.is_power_of_two()
+                    || tier.page_size <= below.0
+                    || tier.opens_at_bytes <= below.1
+                {
+                    return Err(Error::InvalidConfig {
+                        reason: "the virtual heap's tiers need power-of-two pages and thresholds growing from tier to tier",
+                    });
+                }
+                below = (tier.page_size, tier.opens_at_bytes);
             }
         }
         let max_block = properties.limits.max_allocation_size;
@@ -1201,7 +1216,7 @@ impl<D: Device> Allocator<D> {
     #[inline(never)]
     fn create_heap(
         &self,
-        slot: &mut Option<VirtualHeap<D::Virtual>>,
+        slot: &mut Option<TieredHeap<D::Virtual>>,
         memory_type: u32,
         vm: &D::Virtual,
         granularity: u64,
@@ -1213,7 +1228,7 @@ impl<D: Device> Allocator<D> {
             .reserve_size
             .unwrap_or(heap_size.saturating_mul(VirtualHeapConfig::ADDRESS_SPACE_PER_HEAP_BYTE));
         let heap =
-            slot.insert(VirtualHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?);
+            slot.insert(TieredHeap::new(vm, memory_type, size, page_size, config).map_err(device_error)?);
         heap.record_events(self.record_pages.load(Ordering::Relaxed));
         Ok(())
     }
@@ -1227,14 +1242,12 @@ impl<D: Device> Allocator<D> {
             return None;
         }
         let vm = self.device.virtual_memory()?;
-        let base = lock(self.heaps.get(raw.memory_type as usize)?).as_ref()?.host_address(vm)?;
-        // Offsets lie inside the reservation, so the sum stays inside the same mapping.
-        core::ptr::NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize))
+        lock(self.heaps.get(raw.memory_type as usize)?).as_ref()?.host_address(vm, raw.offset)
     }
 
     /// Accounts for a virtual-heap operation: committed bytes (`before` it: [`VirtualHeap::committed_bytes`])
     /// and page events.
-    fn heap_changed(&self, memory_type: u32, heap: &mut VirtualHeap<D::Virtual>, before: u64) {
+    fn heap_changed(&self, memory_type: u32, heap: &mut TieredHeap<D::Virtual>, before: u64) {
         let after = heap.committed_bytes();
         self.diagnostics.change_committed(after.saturating_sub(before), before.saturating_sub(after));
         if self.config.event_capacity > 0 {
@@ -1245,6 +1258,8 @@ impl<D: Device> Allocator<D> {
                     PageEvent::Decommit { offset, size } => {
                         EventKind::Decommitted { memory_type, offset, size }
                     }
+                    // Placement logs' alone: never pending.
+                    PageEvent::Tier { .. } => continue,
                 });
             }
         }
@@ -1253,7 +1268,7 @@ impl<D: Device> Allocator<D> {
     /// Counters of a memory type's virtual heap, if it has one yet.
     pub fn virtual_heap_stats(&self, memory_type: u32) -> Option<VirtualHeapStats> {
         let slot = lock(self.heaps.get(memory_type as usize)?);
-        slot.as_ref().map(VirtualHeap::stats)
+        slot.as_ref().map(TieredHeap::stats)
     }
 
     /// Starts or stops recording commit and decommit events in every virtual heap, present and future (for
@@ -1272,7 +1287,7 @@ impl<D: Device> Allocator<D> {
     pub fn take_page_events(&self, memory_type: u32) -> Vec<PageRecord> {
         self.heaps
             .get(memory_type as usize)
-            .and_then(|heap| lock(heap).as_mut().map(VirtualHeap::take_events))
+            .and_then(|heap| lock(heap).as_mut().map(TieredHeap::take_events))
             .unwrap_or_default()
     }
 
@@ -1946,7 +1961,7 @@ impl<D: Device> Allocator<D> {
     pub fn diagnostics(&self) -> Diagnostics {
         let d = &self.diagnostics;
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let heaps = self.heaps.iter().filter_map(|heap| lock(heap).as_ref().map(VirtualHeap::diagnostics));
+        let heaps = self.heaps.iter().filter_map(|heap| lock(heap).as_ref().map(TieredHeap::diagnostics));
         let (reuses, peak_allocations, peak_bytes) = heaps.fold((0, 0, 0), |sum, heap| {
             (sum.0 + heap.reuses, sum.1 + heap.peak_allocations, sum.2 + heap.peak_live_bytes)
         });

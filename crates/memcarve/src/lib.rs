@@ -28,6 +28,7 @@ mod custom_pool;
 pub mod device;
 pub mod diagnostics;
 mod error;
+mod heap_tiers;
 mod mapping;
 pub mod policy;
 mod pool;

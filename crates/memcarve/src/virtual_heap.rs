@@ -31,6 +31,7 @@ use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 
 use crate::device::{DeviceError, VirtualMemory};
 use crate::diagnostics::{AllocationMeta, Leak};
+pub use crate::heap_tiers::HeapTier;
 
 /// What a release policy sees when it decides how much empty committed memory to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +252,8 @@ pub struct VirtualHeapConfig {
     /// The heap's page, the unit it maps, commits and gives back; None: the device's granularity (see
     /// [`VirtualHeapConfig::with_page_size`]).
     pub page_size: Option<u64>,
+    /// Tiers with larger pages, opened as the heap grows (see [`VirtualHeapConfig::with_tiers`]).
+    pub tiers: Vec<HeapTier>,
 }
 
 impl Default for VirtualHeapConfig {
@@ -264,6 +267,7 @@ impl Default for VirtualHeapConfig {
             growing_series: true,
             small_below_bytes: 64 << 10,
             page_size: None,
+            tiers: vec![HeapTier::new(16 << 30, 32 << 20)],
         }
     }
 }
@@ -332,6 +336,26 @@ impl VirtualHeapConfig {
         self
     }
 
+    /// Sets the tiers with larger pages the heap opens as it grows, in order (none: one page size throughout).
+    /// When the heap's committed bytes reach a tier's `opens_at_bytes`, the tier is reserved (an address range
+    /// as large as the first) and new allocations go there; the tiers below take none, and give their empty
+    /// pages back when the new tier needs a mapping, so the heap moves onto larger pages as its working set
+    /// turns over. One release policy decision covers all tiers: the top one's policy sees the whole heap.
+    /// On CUDA a page is a handle of its own, and each handle costs about the same to create and map whatever
+    /// its size (`benches/cuda/vmm_costs.c`), so a heap of tens of gigabytes in 2 MiB pages spends seconds of
+    /// driver time on them; a tier of 32 MiB pages cuts that sixteenfold for what it holds, and a heap that
+    /// large loses little to a page's rounding. Moving onto a tier costs unmaps of the pages left below and
+    /// mappings above: the default, one tier of 32 MiB pages from 16 GiB, changed none of the 197 H200
+    /// traces' goal results (7 heaps reach it) and cut their estimated driver time from 22.5 to 19.1 s; tiers
+    /// from 4 GiB cut it to 16.3 s but put 8 heaps of 4 to 16 GiB over their operation limits
+    /// (docs/BENCHMARKS.md, "Thirtieth session"). [`Allocator::new`](crate::Allocator::new) refuses page sizes
+    /// that are not powers of two growing from tier to tier, and thresholds that do not grow; tiers whose pages
+    /// are no larger than the heap's page size are left out.
+    pub fn with_tiers(mut self, tiers: Vec<HeapTier>) -> VirtualHeapConfig {
+        self.tiers = tiers;
+        self
+    }
+
     /// Address space of the region for small requests, at most (and at most a quarter of the reservation): 128
     /// MiB. On the 173 H200 traces the region's highest address in use is 20 MiB (lm_2_7b_train), and a request
     /// that finds it full goes to the other ranges. The heap's per-page books (and the host device's page table)
@@ -358,6 +382,15 @@ pub enum PageEvent {
         offset: u64,
         /// Bytes.
         size: u64,
+    },
+    /// A tier of the heap opened: from `offset` on, its address range is mapped in pages of `page_size` bytes
+    /// (see [`VirtualHeapConfig::with_tiers`]). In placement logs only: no driver operation, and never in the
+    /// allocator's event ring.
+    Tier {
+        /// Start of the tier's address range, in the heap's numbering.
+        offset: u64,
+        /// The tier's page size.
+        page_size: u64,
     },
 }
 
@@ -1375,6 +1408,19 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     peak_raised: bool,
     /// Where small requests go, when they go apart.
     small: Option<SmallRegion>,
+    /// The rest of the heap this one is a tier of, as the release policy sees it.
+    outside: Outside,
+}
+
+/// The other tiers of a heap in tiers, as one tier's release policy sees them: their committed, live and
+/// allocated bytes, and the peaks of the whole heap.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Outside {
+    pub committed_bytes: u64,
+    pub live_bytes: u64,
+    pub allocated_bytes: u64,
+    pub peak_committed_bytes: u64,
+    pub peak_live_bytes: u64,
 }
 
 impl<V: VirtualMemory> fmt::Debug for VirtualHeap<V> {
@@ -1446,6 +1492,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             run_allocations: 0,
             peak_raised: false,
             small,
+            outside: Outside::default(),
         })
     }
 
@@ -1461,6 +1508,21 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Bytes committed now ([`VirtualHeapStats::committed_bytes`] alone).
     pub(crate) fn committed_bytes(&self) -> u64 {
         self.phys.alive << self.page_shift
+    }
+
+    /// Bytes of committed pages no live allocation touches ([`VirtualHeapStats::empty_bytes`] alone).
+    pub(crate) fn empty_bytes(&self) -> u64 {
+        self.phys.free_count << self.page_shift
+    }
+
+    /// Bytes of live allocations.
+    pub(crate) fn live_bytes(&self) -> u64 {
+        self.stats.live_bytes
+    }
+
+    /// Bytes handed out so far, freed ones included.
+    pub(crate) fn allocated_bytes(&self) -> u64 {
+        self.stats.allocated_bytes
     }
 
     /// The allocator's counters of this heap.
@@ -1497,6 +1559,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         let _ = self.ranges_of(handle).set_user_data(handle, meta);
     }
 
+    /// Whether `handle` came from this heap (its ranges or its small region's).
+    pub(crate) fn owns(&self, handle: &Handle) -> bool {
+        self.ranges.owns(handle) || self.small.as_ref().is_some_and(|small| small.ranges.owns(handle))
+    }
+
     /// The ranges that made `handle`: the small region's or the heap's.
     fn ranges_of(&mut self, handle: &Handle) -> &mut VirtualBlock<Box<AllocationMeta>> {
         match self.small.as_mut() {
@@ -1526,7 +1593,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.events.as_mut().map(core::mem::take).unwrap_or_default()
     }
 
-    fn page_size(&self) -> u64 {
+    pub(crate) fn page_size(&self) -> u64 {
         1 << self.page_shift
     }
 
@@ -1542,17 +1609,25 @@ impl<V: VirtualMemory> VirtualHeap<V> {
 
     fn state(&self) -> HeapState {
         let stats = self.stats();
+        let outside = self.outside;
+        let live = self.stats.live_bytes + outside.live_bytes;
         HeapState {
-            committed_bytes: stats.committed_bytes,
+            committed_bytes: stats.committed_bytes + outside.committed_bytes,
             empty_bytes: stats.empty_bytes,
-            live_bytes: self.stats.live_bytes,
-            peak_committed_bytes: self.stats.peak_committed_bytes,
-            peak_live_bytes: self.stats.peak_live_bytes,
+            live_bytes: live,
+            peak_committed_bytes: self.stats.peak_committed_bytes.max(outside.peak_committed_bytes),
+            peak_live_bytes: self.stats.peak_live_bytes.max(outside.peak_live_bytes).max(live),
             page_size: self.page_size(),
-            allocated_bytes: self.stats.allocated_bytes,
+            allocated_bytes: self.stats.allocated_bytes + outside.allocated_bytes,
             run_allocations: self.run_allocations,
             request_bytes: 0,
         }
+    }
+
+    /// What the release policy is to see of the rest of the heap this one is a tier of (see
+    /// [`crate::heap_tiers`]): the other tiers' committed, live and allocated bytes, and the whole heap's peaks.
+    pub(crate) fn set_outside(&mut self, outside: Outside) {
+        self.outside = outside;
     }
 
     /// Grows the per-page vectors to cover pages below `end`, from [`FIRST_PAGES`] (see [`grow_books`]).

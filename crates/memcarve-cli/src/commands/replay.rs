@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use memcarve::virtual_heap::{PeakSlack, ReleaseImmediately, ReleasePolicy, RetainEmpty};
+use memcarve::virtual_heap::{HeapTier, PeakSlack, ReleaseImmediately, ReleasePolicy, RetainEmpty};
 use memcarve::{AllocationSizes, AllocatorConfig, VirtualHeapConfig};
 use memcarve_trace::Event;
 use memcarve_trace::replay::{Placement, Policy, ReplayResult, Replayer, policies, policy};
@@ -98,6 +98,18 @@ struct VirtualHeapFile {
     small_below_bytes: Option<u64>,
     /// The heap's page size (a power of two, at least the device's granularity); absent: the granularity.
     page_size: Option<u64>,
+    /// Tiers with larger pages, opened as the heap grows (`[]`: none); absent: the default tiers.
+    tiers: Option<Vec<TierFile>>,
+}
+
+/// One `[[virtual_heap.tiers]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TierFile {
+    /// Committed bytes of the heap at which the tier opens.
+    opens_at_bytes: u64,
+    /// The tier's page size.
+    page_size: u64,
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -136,6 +148,11 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
         }
         if let Some(bytes) = heap.page_size {
             heap_config = heap_config.with_page_size(bytes);
+        }
+        if let Some(tiers) = &heap.tiers {
+            heap_config = heap_config.with_tiers(
+                tiers.iter().map(|tier| HeapTier::new(tier.opens_at_bytes, tier.page_size)).collect(),
+            );
         }
         let release = release_policy(&heap).with_context(|| format!("{}: [virtual_heap]", path.display()))?;
         heap_config = heap_config.with_release(release);

@@ -306,8 +306,8 @@ impl MapState {
                 remove_range(&mut self.mapped, offset, offset + size);
                 self.journal.push(Undo::Unmap { offset, size });
             }
-            // The map shows addresses; which physical pages they show does not change it.
-            Placement::Pages { .. } => {}
+            // The map shows addresses; which physical pages they show, or a tier's page size, does not change it.
+            Placement::Pages { .. } | Placement::Tier { .. } => {}
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use memcarve::backends::host::{
     FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
 };
-use memcarve::virtual_heap::{PeakSlack, ReleaseImmediately, RetainEmpty, VirtualHeapStats};
+use memcarve::virtual_heap::{HeapTier, PeakSlack, ReleaseImmediately, RetainEmpty, VirtualHeapStats};
 use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Error, MemoryLocation, VirtualHeapConfig};
 
 use crate::rng::Rng;
@@ -123,7 +123,10 @@ fn real_host_memory_keeps_every_pattern() {
         VirtualHeapConfig::default().with_reserve_size(1 << 30).with_release(Arc::new(ReleaseImmediately));
     keeps_every_pattern(config.clone(), 4000);
     // With pages of 8 MiB, mapped and given back as such.
-    keeps_every_pattern(config.with_page_size(8 * MIB), 2000);
+    keeps_every_pattern(config.clone().with_page_size(8 * MIB), 2000);
+    // In tiers: 8 MiB pages from 24 MiB committed, 32 MiB pages from 64 MiB (each tier its own reservation).
+    let tiers = vec![HeapTier::new(24 * MIB, 8 * MIB), HeapTier::new(64 * MIB, 32 * MIB)];
+    keeps_every_pattern(config.with_release(Arc::new(PeakSlack::default())).with_tiers(tiers), 3000);
 }
 
 /// Random allocations of 1 byte to 4 MiB in real host memory, each filled with a pattern that must be intact when
@@ -194,6 +197,91 @@ fn the_heap_maps_commits_and_gives_back_pages_of_the_configured_size() {
             Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
         let made = Allocator::new(device, config);
         assert!(matches!(made, Err(Error::InvalidConfig { .. })), "page size {bad}: {made:?}");
+    }
+}
+
+/// A heap in tiers: the next tier opens once the committed bytes reach its threshold, new allocations go to the
+/// top tier (offsets past the first tier's range), the lower tier takes none and keeps its empty pages until the top
+/// one needs a mapping, and the counters are the tiers' sums (the peaks those of the sums).
+#[test]
+fn tiers_open_as_the_heap_grows_and_the_lower_ones_empty_into_the_top_one() {
+    let tiers = vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(192 * MIB, 32 * MIB)];
+    let config = VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers);
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config);
+    let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
+    // 2 MiB pages up to 64 MiB committed.
+    let mut first = Vec::new();
+    while allocator.virtual_heap_stats(1).is_none_or(|stats| stats.committed_bytes < 64 * MIB) {
+        first.push(allocator.allocate(&desc(3 * MIB)).unwrap());
+    }
+    assert!(first.iter().all(|a| a.offset() < 1 << 30), "the first tier's range");
+    let memory_type = first[0].memory_type();
+    let before = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!(before.committed_bytes % (2 * MIB), 0);
+    // The next allocation goes to the second tier, mapped in 8 MiB pages; the first tier's empty pages (mapped
+    // ahead) go back before that mapping.
+    let second = allocator.allocate(&desc(3 * MIB)).unwrap();
+    assert!(second.offset() >= 1 << 30 && second.offset() < 2 << 30, "{}", second.offset());
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    let kept = before.committed_bytes - before.empty_bytes;
+    assert!(
+        stats.committed_bytes > kept && (stats.committed_bytes - kept) % (8 * MIB) == 0,
+        "{before:?} {stats:?}"
+    );
+    assert_eq!(stats.decommits, before.decommits + u64::from(before.empty_bytes > 0));
+    assert_eq!(stats.committed_bytes, device.counters().committed_bytes);
+    assert_eq!(stats.live_bytes, (first.len() as u64 + 1) * 3 * MIB);
+    allocator.check().unwrap();
+    // Freed, the first tier's pages stay (within the peak) until the second needs a mapping.
+    for allocation in first {
+        allocator.free(allocation).unwrap();
+    }
+    let freed = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!(freed.committed_bytes, stats.committed_bytes, "kept within the peak");
+    assert!(freed.empty_bytes >= kept, "{freed:?}");
+    let mut top = Vec::new();
+    let decommits = device.counters().decommits;
+    while allocator.virtual_heap_stats(memory_type).unwrap().commits == freed.commits {
+        top.push(allocator.allocate(&desc(5 * MIB)).unwrap());
+    }
+    assert!(top.iter().all(|a| a.offset() >= 1 << 30), "no new allocation in the first tier");
+    assert!(device.counters().decommits > decommits, "the first tier gave its empty pages back first");
+    let moved = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert!(moved.committed_bytes <= freed.committed_bytes.max(moved.peak_committed_bytes), "{moved:?}");
+    assert_eq!(moved.committed_bytes, device.counters().committed_bytes);
+    allocator.check().unwrap();
+    // On to the third tier: 32 MiB pages past 192 MiB committed.
+    while allocator.virtual_heap_stats(memory_type).unwrap().committed_bytes < 192 * MIB {
+        top.push(allocator.allocate(&desc(7 * MIB)).unwrap());
+    }
+    let third = allocator.allocate(&desc(MIB)).unwrap();
+    assert!(third.offset() >= 2 << 30, "{}", third.offset());
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!(stats.peak_live_bytes, stats.live_bytes);
+    assert!(stats.peak_committed_bytes >= stats.committed_bytes);
+    assert_eq!(stats.commits, device.counters().commits);
+    assert_eq!(stats.decommits, device.counters().decommits);
+    allocator.check().unwrap();
+    for allocation in top.into_iter().chain([second, third]) {
+        allocator.free(allocation).unwrap();
+    }
+    allocator.trim_empty_blocks();
+    allocator.check().unwrap();
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!((stats.committed_bytes, stats.live_bytes, device.counters().committed_bytes), (0, 0, 0));
+
+    // Tiers whose pages or thresholds do not grow are refused when the allocator is made.
+    for bad in [
+        vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(192 * MIB, 8 * MIB)],
+        vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(64 * MIB, 32 * MIB)],
+        vec![HeapTier::new(64 * MIB, 12 * MIB)],
+    ] {
+        let config =
+            AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_tiers(bad));
+        let device =
+            Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
+        let made = Allocator::new(device, config);
+        assert!(matches!(made, Err(Error::InvalidConfig { .. })), "{made:?}");
     }
 }
 
@@ -281,12 +369,27 @@ fn commit_failures_among_retained_pages_leave_the_page_books_right() {
 
 #[test]
 fn randomized_peak_slack_swaps_keep_the_page_books_right() {
+    randomized_swaps(tight_allocator);
+}
+
+#[test]
+fn randomized_swaps_in_tiers_keep_the_page_books_right() {
+    randomized_swaps(|| {
+        let (_, allocator) = tight_allocator();
+        let tiers = vec![HeapTier::new(128 * MIB, 8 * MIB), HeapTier::new(512 * MIB, 32 * MIB)];
+        let config = allocator.config().virtual_heap.clone().unwrap().with_tiers(tiers);
+        virtual_allocator(HostMode::Simulated, config)
+    });
+}
+
+/// The randomized swaps of [`randomized_peak_slack_swaps_keep_the_page_books_right`] on allocators `make` makes.
+fn randomized_swaps(make: impl Fn() -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>)) {
     // A small reservation (the checker walks every page) and no floor of spare pages, so requests often find no
     // ready pages: placement on ready pages, mappings of free pages at fresh addresses, unmaps of conflicting
     // ones, and (the reservation running out) unmaps of unused addresses all run, with the checker (users,
     // mappings, owners, free queue, bytes) after every operation.
     for seed in 1..=8 {
-        let (device, allocator) = tight_allocator();
+        let (device, allocator) = make();
         let mut rng = Rng::new(seed);
         let mut live = Vec::new();
         let mut live_bytes = 0u64;

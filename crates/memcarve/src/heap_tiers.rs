@@ -1,0 +1,340 @@
+//! A virtual heap whose page grows with it: tiers of [`VirtualHeap`]s, each its own reservation with a page a
+//! multiple of the one below, the next one opened when the heap's committed bytes reach its threshold. On CUDA each
+//! physical page is a handle of its own, mapped, shown again and given back whole, and costs the driver about the
+//! same whatever its size; a heap of tens of gigabytes in 2 MiB pages spends most of its driver time creating and
+//! mapping them. Small heaps keep small pages, where a page's rounding matters next to the heap.
+//!
+//! Offsets: tier `k`'s address range starts at `k × span` in the heap's numbering (one reservation after another,
+//! as CUDA would reserve them in one range), so an allocation's offset says its tier. Handles say it too: each
+//! tier's ranges have their own owner tag.
+
+use memcarve_core::Handle;
+
+use crate::device::{DeviceError, VirtualMemory};
+use crate::diagnostics::{AllocationMeta, Leak};
+use crate::virtual_heap::{
+    HeapDiagnostics, Outside, PageEvent, PageRecord, VirtualHeap, VirtualHeapConfig, VirtualHeapStats,
+    VirtualPlacement,
+};
+
+/// Physical page ids of tier `k` are numbered from `k << TIER_ID_SHIFT` in page records, so that the tiers' ids
+/// stay apart in placement logs.
+const TIER_ID_SHIFT: u32 = 28;
+
+/// A tier of a virtual heap past the first (see
+/// [`VirtualHeapConfig::with_tiers`](crate::VirtualHeapConfig::with_tiers)): its page size and the committed
+/// bytes (all tiers together) at which it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeapTier {
+    /// Committed bytes of the heap (every tier) at which this tier opens.
+    pub opens_at_bytes: u64,
+    /// Its page size: a power of two, larger than the tier's below it.
+    pub page_size: u64,
+}
+
+impl HeapTier {
+    /// A tier of `page_size` pages, opened at `opens_at_bytes` committed.
+    pub fn new(opens_at_bytes: u64, page_size: u64) -> HeapTier {
+        HeapTier { opens_at_bytes, page_size }
+    }
+}
+
+/// One memory type's virtual heap in tiers. Not thread-safe by itself; the allocator wraps it in a lock.
+pub(crate) struct TieredHeap<V: VirtualMemory> {
+    tiers: Vec<VirtualHeap<V>>,
+    /// Address range per tier in the heap's numbering.
+    span: u64,
+    /// What the tiers past the first are to be, in order.
+    plan: Vec<HeapTier>,
+    memory_type: u32,
+    config: VirtualHeapConfig,
+    /// Event recording asked for (applies to tiers opened later too).
+    recording: bool,
+    /// Peaks over the sum of the tiers, kept while more than one is open.
+    peaks: Peaks,
+    /// Page events of the current operation with offsets in the heap's numbering (when observing).
+    pending: Vec<PageEvent>,
+    /// A tier the device refused to reserve: no more are tried.
+    refused: bool,
+    /// Tiers whose opening the page records have told (the first one needs no telling).
+    announced: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Peaks {
+    committed: u64,
+    live: u64,
+    live_at_peak: u64,
+    empty_at_peak: u64,
+}
+
+impl<V: VirtualMemory> TieredHeap<V> {
+    /// The first tier: `size` bytes of address space for `memory_type` in pages of `page_size`; the others as
+    /// `config.tiers` says, each opened when needed with a reservation of the same size.
+    pub fn new(
+        vm: &V,
+        memory_type: u32,
+        size: u64,
+        page_size: u64,
+        config: &VirtualHeapConfig,
+    ) -> Result<TieredHeap<V>, DeviceError> {
+        let plan: Vec<HeapTier> =
+            config.tiers.iter().copied().filter(|tier| tier.page_size > page_size).collect();
+        let largest = plan.iter().map(|tier| tier.page_size).fold(page_size, u64::max);
+        if !largest.is_power_of_two() || plan.iter().any(|tier| !tier.page_size.is_power_of_two()) {
+            return Err(DeviceError::Unsupported("virtual memory page size is not a power of two"));
+        }
+        let span = size.max(largest).next_multiple_of(largest);
+        let first = VirtualHeap::new(vm, memory_type, span, page_size, config)?;
+        Ok(TieredHeap {
+            tiers: vec![first],
+            span,
+            plan,
+            memory_type,
+            config: config.clone(),
+            recording: false,
+            peaks: Peaks::default(),
+            pending: Vec::new(),
+            refused: false,
+            announced: 1,
+        })
+    }
+
+    fn tier_of(&self, handle: &Handle) -> usize {
+        self.tiers.iter().position(|tier| tier.owns(handle)).unwrap_or(0)
+    }
+
+    /// The counters, summed over the tiers (peaks over the sums).
+    pub fn stats(&self) -> VirtualHeapStats {
+        let first = self.tiers[0].stats();
+        if self.tiers.len() == 1 {
+            return first;
+        }
+        let mut sum = self.tiers[1..].iter().map(VirtualHeap::stats).fold(first, |mut sum, stats| {
+            sum.committed_bytes += stats.committed_bytes;
+            sum.live_bytes += stats.live_bytes;
+            sum.empty_bytes += stats.empty_bytes;
+            sum.mapped_bytes += stats.mapped_bytes;
+            sum.commits += stats.commits;
+            sum.decommits += stats.decommits;
+            sum.allocations += stats.allocations;
+            sum.allocated_bytes += stats.allocated_bytes;
+            sum
+        });
+        sum.peak_committed_bytes = self.peaks.committed;
+        sum.peak_live_bytes = self.peaks.live;
+        sum.live_bytes_at_peak = self.peaks.live_at_peak;
+        sum.empty_bytes_at_peak = self.peaks.empty_at_peak;
+        sum
+    }
+
+    pub(crate) fn committed_bytes(&self) -> u64 {
+        self.tiers.iter().map(VirtualHeap::committed_bytes).sum()
+    }
+
+    pub(crate) fn diagnostics(&self) -> HeapDiagnostics {
+        let mut all = self.tiers[0].diagnostics();
+        for tier in &self.tiers[1..] {
+            let diagnostics = tier.diagnostics();
+            all.reuses += diagnostics.reuses;
+            all.peak_allocations += diagnostics.peak_allocations;
+            all.peak_live_bytes += diagnostics.peak_live_bytes;
+        }
+        all
+    }
+
+    pub(crate) fn reset_diagnostics(&mut self) {
+        self.tiers.iter_mut().for_each(VirtualHeap::reset_diagnostics);
+    }
+
+    pub fn record_events(&mut self, on: bool) {
+        self.recording = on;
+        self.tiers.iter_mut().for_each(|tier| tier.record_events(on));
+    }
+
+    pub fn observe(&mut self, on: bool) {
+        self.tiers.iter_mut().for_each(|tier| tier.observe(on));
+    }
+
+    /// Page events of the operations since the last call (when observing), offsets in the heap's numbering.
+    pub fn drain_pending(&mut self) -> std::vec::Drain<'_, PageEvent> {
+        for (index, tier) in self.tiers.iter_mut().enumerate() {
+            let base = index as u64 * self.span;
+            self.pending.extend(tier.drain_pending().map(|event| shifted(event, base)));
+        }
+        self.pending.drain(..)
+    }
+
+    pub fn set_meta(&mut self, handle: &Handle, meta: Box<AllocationMeta>) {
+        let tier = self.tier_of(handle);
+        self.tiers[tier].set_meta(handle, meta);
+    }
+
+    pub fn leaks(&self, memory_type: u32, out: &mut Vec<Leak>) {
+        self.tiers.iter().for_each(|tier| tier.leaks(memory_type, out));
+    }
+
+    /// Page events recorded since the last call: offsets in the heap's numbering, physical ids per tier apart
+    /// ([`TIER_ID_SHIFT`]), and a [`PageEvent::Tier`] before the first events of a tier opened since.
+    pub fn take_events(&mut self) -> Vec<PageRecord> {
+        let mut records = self.tiers[0].take_events();
+        for (index, tier) in self.tiers.iter_mut().enumerate().skip(1) {
+            let (base, ids) = (index as u64 * self.span, (index as u32) << TIER_ID_SHIFT);
+            if index >= self.announced {
+                self.announced = index + 1;
+                let page_size = tier.page_size();
+                records.push(PageRecord {
+                    event: PageEvent::Tier { offset: base, page_size },
+                    physical: Vec::new(),
+                });
+            }
+            records.extend(tier.take_events().into_iter().map(|mut record| {
+                record.event = shifted(record.event, base);
+                record.physical.iter_mut().for_each(|(first, _)| *first += ids);
+                record
+            }));
+        }
+        records
+    }
+
+    /// Places `size` bytes in the top tier. Lower tiers take no new allocations: they empty as their
+    /// allocations are freed, and keep their empty pages (as a heap keeps them within its peak) until the top
+    /// tier needs a mapping, when they give them all back first. The top tier's release policy sees the whole
+    /// heap (the lower tiers' committed and live bytes, the heap's peaks), so what it keeps and maps ahead stays
+    /// within one budget.
+    pub fn allocate(
+        &mut self,
+        vm: &V,
+        size: u64,
+        alignment: u64,
+        may_commit: bool,
+    ) -> Result<Option<VirtualPlacement>, DeviceError> {
+        let top = self.tiers.len() - 1;
+        if top == 0 {
+            let placed = self.tiers[0].allocate(vm, size, alignment, may_commit)?;
+            if placed.is_some() {
+                self.open_next(vm);
+            }
+            return Ok(placed);
+        }
+        let mut placed = None;
+        if self.tiers[..top].iter().any(|tier| tier.empty_bytes() > 0) {
+            // Without a mapping if it can; otherwise the lower tiers' empty pages go back before it maps.
+            placed = self.tiers[top].allocate(vm, size, alignment, false)?;
+            if placed.is_none() {
+                self.tiers[..top].iter_mut().for_each(|tier| {
+                    tier.trim(vm);
+                });
+            }
+        }
+        if placed.is_none() {
+            let outside = self.outside_of(top);
+            self.tiers[top].set_outside(outside);
+            placed = self.tiers[top].allocate(vm, size, alignment, may_commit)?;
+        }
+        self.note_peaks();
+        let Some(mut placement) = placed else { return Ok(None) };
+        placement.offset += top as u64 * self.span;
+        self.open_next(vm);
+        Ok(Some(placement))
+    }
+
+    /// Opens the next tier when the committed bytes reached its threshold (a reservation the device refuses
+    /// leaves the heap as it is).
+    fn open_next(&mut self, vm: &V) {
+        let Some(next) = self.plan.get(self.tiers.len() - 1).copied() else { return };
+        if self.refused || self.committed_bytes() < next.opens_at_bytes {
+            return;
+        }
+        let Ok(mut tier) = VirtualHeap::new(vm, self.memory_type, self.span, next.page_size, &self.config)
+        else {
+            self.refused = true;
+            return;
+        };
+        tier.record_events(self.recording);
+        if self.tiers.len() == 1 {
+            let stats = self.tiers[0].stats();
+            self.peaks = Peaks {
+                committed: stats.peak_committed_bytes,
+                live: stats.peak_live_bytes,
+                live_at_peak: stats.live_bytes_at_peak,
+                empty_at_peak: stats.empty_bytes_at_peak,
+            };
+        }
+        self.tiers.push(tier);
+    }
+
+    /// The tiers other than `index`, with the whole heap's peaks.
+    fn outside_of(&self, index: usize) -> Outside {
+        let mut outside = Outside {
+            peak_committed_bytes: self.peaks.committed,
+            peak_live_bytes: self.peaks.live,
+            ..Outside::default()
+        };
+        for (other, tier) in self.tiers.iter().enumerate() {
+            if other != index {
+                outside.committed_bytes += tier.committed_bytes();
+                outside.live_bytes += tier.live_bytes();
+                outside.allocated_bytes += tier.allocated_bytes();
+            }
+        }
+        outside
+    }
+
+    /// Updates the peaks of the sums after an operation.
+    fn note_peaks(&mut self) {
+        let (mut committed, mut live, mut empty) = (0, 0, 0);
+        for tier in &self.tiers {
+            committed += tier.committed_bytes();
+            live += tier.live_bytes();
+            empty += tier.empty_bytes();
+        }
+        self.peaks.live = self.peaks.live.max(live);
+        if committed > self.peaks.committed {
+            self.peaks = Peaks { committed, live: self.peaks.live, live_at_peak: live, empty_at_peak: empty };
+        }
+    }
+
+    pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
+        let tier = self.tier_of(&handle);
+        if tier > 0 {
+            let outside = self.outside_of(tier);
+            self.tiers[tier].set_outside(outside);
+        }
+        self.tiers[tier].free(vm, handle, size)?;
+        if self.tiers.len() > 1 {
+            self.note_peaks();
+        }
+        Ok(())
+    }
+
+    pub fn trim(&mut self, vm: &V) -> u64 {
+        self.tiers.iter_mut().map(|tier| tier.trim(vm)).sum()
+    }
+
+    /// The host address of `offset` (host memory only).
+    pub fn host_address(&self, vm: &V, offset: u64) -> Option<core::ptr::NonNull<u8>> {
+        let tier = self.tiers.get((offset / self.span) as usize)?;
+        let base = tier.host_address(vm)?;
+        // Inside the tier's reservation, so inside one mapping.
+        core::ptr::NonNull::new(base.as_ptr().wrapping_add((offset % self.span) as usize))
+    }
+
+    pub fn destroy(&mut self, vm: &V) {
+        self.tiers.iter_mut().for_each(|tier| tier.destroy(vm));
+    }
+
+    #[cfg(any(test, feature = "check"))]
+    pub fn check(&self) -> Result<(), memcarve_core::Violation> {
+        self.tiers.iter().try_for_each(VirtualHeap::check)
+    }
+}
+
+fn shifted(event: PageEvent, base: u64) -> PageEvent {
+    match event {
+        PageEvent::Commit { offset, size } => PageEvent::Commit { offset: offset + base, size },
+        PageEvent::Decommit { offset, size } => PageEvent::Decommit { offset: offset + base, size },
+        PageEvent::Tier { offset, page_size } => PageEvent::Tier { offset: offset + base, page_size },
+    }
+}
