@@ -29,8 +29,9 @@ heap: `cuMemMap` maps a handle only whole, so a page shown again alone elsewhere
 handle of its own): the handles created and released, the pages mapped and unmapped, and the driver time that
 takes at the costs measured on the H200 (`HANDLE_COSTS_US`, from whole replays of placement logs by
 `benches/cuda/driver_replay.c`; for pages of another size than 2 MiB the costs of a handle of the nearest size
-measured). The format is in
-docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
+measured). A heap in tiers writes a `tier` line as each tier opens: from its offset on, pages are of its size
+(`--page-size` is the first tier's), and every check and count above follows the page size where it is. The format
+is in docs/TRACE_FORMAT.md ("Placement logs"). Exit status 0 when everything checks out, 1 with the first violation
 otherwise.
 """
 
@@ -402,7 +403,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log", help="placement log (CSV) of one trace and one policy")
     parser.add_argument("--json", help="the replay's --json output for the same run, to compare figures with")
-    parser.add_argument("--page-size", type=int, default=2 << 20, help="virtual-heap page size (default 2 MiB)")
+    parser.add_argument(
+        "--page-size", type=int, default=2 << 20, help="virtual-heap page size, of its first tier (default 2 MiB)"
+    )
     parser.add_argument("--kinds", action="store_true", help="also print the driver operations by kind")
     parser.add_argument("--peaks", action="store_true", help="also print where the memory is at the two peaks")
     parser.add_argument(

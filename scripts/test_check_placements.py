@@ -186,6 +186,44 @@ class CheckPlacements(unittest.TestCase):
         self.assertEqual(handle_time_us(handles, 8 << 20), 12.3)
         self.assertEqual(handle_time_us(handles, PAGE), 9.6)
 
+    def test_a_tier_line_sets_the_page_size_from_its_offset_on(self):
+        # A first tier of 2 MiB pages, then a tier of 8 MiB pages at 1 GiB: committed bytes count each physical
+        # page at its size, allocations and unmaps follow the page size where they are.
+        big, start = 4 * PAGE, 1 << 30
+        tiered = [
+            f"map,,0,{PAGE}",
+            "pages,0,0,1",
+            "alloc,1,0,100",
+            f"tier,1,{start},{big}",
+            f"map,,{start},{2 * big}",
+            f"pages,{1 << 28},{start},2",
+            f"alloc,2,{start + 100},{big + PAGE}",
+            "free,1,,",
+            f"unmap,,0,{PAGE}",
+            "free,2,,",
+            f"unmap,,{start + big},{big}",
+        ]
+        figures = {
+            "allocations": 2,
+            "driver_ops": 4,
+            "peak_committed_bytes": PAGE + 2 * big,
+            "peak_live_bytes": 100 + big + PAGE,
+            "pages_mapped": 3,
+            "pages_created": 3,
+            "pages_unmapped": 2,
+            "pages_released": 2,
+        }
+        code, output = run(tiered, figures, extra=["--handles"])
+        self.assertEqual(code, 0, output)
+        # Each handle at its size's costs: 3 pages mapped x 29.6, created 12.4 (2 MiB) + 2 x 10.6 (8 MiB), 2 pages
+        # unmapped x 20.8, released 9.6 (2 MiB) + 12.3 (8 MiB): 185.9 us.
+        self.assertIn("0.2 ms of driver time", output)
+        # An unmap of part of a tier's page, a tier below the pages before it, or out of order, fails.
+        self.assert_fails(tiered[:6] + [f"unmap,,{start},{PAGE}"], "neither a block nor whole pages")
+        self.assert_fails([f"tier,1,{start},{PAGE}"], "not a power of two larger")
+        self.assert_fails([f"tier,2,{start},{big}"], "tier 2 after 0 tiers")
+        self.assert_fails([f"map,,{start},{PAGE}", f"pages,0,{start},1", f"tier,1,{start},{big}"], "over mapped")
+
     def test_a_malformed_line_fails_and_an_empty_log_checks_out(self):
         self.assert_fails(["map,,x,4096"], "malformed")
         self.assert_fails(["resize,1,0,8"], "unknown event")

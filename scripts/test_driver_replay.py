@@ -86,6 +86,32 @@ class DriverReplay(unittest.TestCase):
         figures = self.figures(result.stdout.splitlines()[0])
         self.assertEqual((figures["created"], figures["mapped"], figures["released"]), (2, 2, 1))
 
+    def test_a_tier_maps_handles_of_its_page_size(self):
+        big, start = 16 * PAGE, 64 * PAGE
+        lines = [
+            "event,id,offset,size",
+            f"map,,0,{PAGE}",
+            "pages,0,0,1",
+            f"tier,1,{start},{big}",
+            f"map,,{start},{2 * big}",
+            f"pages,{1 << 28},{start},2",
+            f"unmap,,{start},{big}",
+            f"unmap,,0,{PAGE}",
+        ]
+        log = self.write("tiers.csv", lines)
+        result = self.replay("heap", log)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        figures = self.figures(result.stdout.splitlines()[0])
+        counts = {key: int(figures[key]) for key in ("ops", "created", "released", "mapped", "unmapped")}
+        self.assertEqual(counts, {"ops": 4, "created": 3, "released": 2, "mapped": 3, "unmapped": 2})
+        checked = subprocess.run([sys.executable, CHECKER, log, "--handles"], capture_output=True, text=True)
+        self.assertIn("3 created, 3 pages mapped in 2 calls, 2 unmapped in 2 calls, 2 released", checked.stdout)
+        # A physical page of the first tier shown in the second's pages is refused.
+        bad = lines[:4] + [f"map,,{start},{big}", f"pages,5,{start},1"]
+        result = self.replay("heap", self.write("mixed.csv", bad))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("another size", result.stderr)
+
     def test_segment_operations_are_allocations_and_expandable_mappings(self):
         lines = [
             f"segment_alloc,4096,{20 << 20}",

@@ -1245,8 +1245,9 @@ impl<D: Device> Allocator<D> {
         lock(self.heaps.get(raw.memory_type as usize)?).as_ref()?.host_address(vm, raw.offset)
     }
 
-    /// Accounts for a virtual-heap operation: committed bytes (`before` it: [`VirtualHeap::committed_bytes`])
+    /// Accounts for a virtual-heap operation: committed bytes (`before` it: [`TieredHeap::committed_bytes`])
     /// and page events.
+    #[inline(always)]
     fn heap_changed(&self, memory_type: u32, heap: &mut TieredHeap<D::Virtual>, before: u64) {
         let after = heap.committed_bytes();
         self.diagnostics.change_committed(after.saturating_sub(before), before.saturating_sub(after));

@@ -40,9 +40,15 @@ impl HeapTier {
     }
 }
 
-/// One memory type's virtual heap in tiers. Not thread-safe by itself; the allocator wraps it in a lock.
+/// One memory type's virtual heap in tiers. Not thread-safe by itself; the allocator wraps it in a lock. A heap
+/// with one tier open costs its operations a check of `upper` and of the next threshold over the first tier's own.
 pub(crate) struct TieredHeap<V: VirtualMemory> {
-    tiers: Vec<VirtualHeap<V>>,
+    first: VirtualHeap<V>,
+    /// The tiers opened above the first, in order.
+    upper: Vec<VirtualHeap<V>>,
+    /// The committed bytes at which the next tier opens (`u64::MAX`: none will, all are open or the device
+    /// refused one).
+    next_opens_at: u64,
     /// Address range per tier in the heap's numbering.
     span: u64,
     /// What the tiers past the first are to be, in order.
@@ -51,12 +57,10 @@ pub(crate) struct TieredHeap<V: VirtualMemory> {
     config: VirtualHeapConfig,
     /// Event recording asked for (applies to tiers opened later too).
     recording: bool,
-    /// Peaks over the sum of the tiers, kept while more than one is open.
+    /// Peaks over the sum of the tiers, kept once more than one is open.
     peaks: Peaks,
     /// Page events of the current operation with offsets in the heap's numbering (when observing).
     pending: Vec<PageEvent>,
-    /// A tier the device refused to reserve: no more are tried.
-    refused: bool,
     /// Tiers whose opening the page records have told (the first one needs no telling).
     announced: usize,
 }
@@ -71,7 +75,8 @@ struct Peaks {
 
 impl<V: VirtualMemory> TieredHeap<V> {
     /// The first tier: `size` bytes of address space for `memory_type` in pages of `page_size`; the others as
-    /// `config.tiers` says, each opened when needed with a reservation of the same size.
+    /// `config.tiers` says (those with pages larger than `page_size`), each opened when needed with a reservation
+    /// of the same size.
     pub fn new(
         vm: &V,
         memory_type: u32,
@@ -88,7 +93,9 @@ impl<V: VirtualMemory> TieredHeap<V> {
         let span = size.max(largest).next_multiple_of(largest);
         let first = VirtualHeap::new(vm, memory_type, span, page_size, config)?;
         Ok(TieredHeap {
-            tiers: vec![first],
+            first,
+            upper: Vec::new(),
+            next_opens_at: opens_at(&plan, 1),
             span,
             plan,
             memory_type,
@@ -96,22 +103,38 @@ impl<V: VirtualMemory> TieredHeap<V> {
             recording: false,
             peaks: Peaks::default(),
             pending: Vec::new(),
-            refused: false,
             announced: 1,
         })
     }
 
+    /// Every tier open, the first first.
+    fn tiers(&self) -> impl Iterator<Item = &VirtualHeap<V>> + '_ {
+        core::iter::once(&self.first).chain(&self.upper)
+    }
+
+    fn tiers_mut(&mut self) -> impl Iterator<Item = &mut VirtualHeap<V>> + '_ {
+        core::iter::once(&mut self.first).chain(&mut self.upper)
+    }
+
+    fn tier_mut(&mut self, index: usize) -> &mut VirtualHeap<V> {
+        match index.checked_sub(1) {
+            Some(upper) => &mut self.upper[upper],
+            None => &mut self.first,
+        }
+    }
+
+    /// The tier whose ranges made `handle` (the first if none did: it then refuses the handle).
     fn tier_of(&self, handle: &Handle) -> usize {
-        self.tiers.iter().position(|tier| tier.owns(handle)).unwrap_or(0)
+        self.upper.iter().position(|tier| tier.owns(handle)).map_or(0, |upper| upper + 1)
     }
 
     /// The counters, summed over the tiers (peaks over the sums).
     pub fn stats(&self) -> VirtualHeapStats {
-        let first = self.tiers[0].stats();
-        if self.tiers.len() == 1 {
+        let first = self.first.stats();
+        if self.upper.is_empty() {
             return first;
         }
-        let mut sum = self.tiers[1..].iter().map(VirtualHeap::stats).fold(first, |mut sum, stats| {
+        let mut sum = self.upper.iter().map(VirtualHeap::stats).fold(first, |mut sum, stats| {
             sum.committed_bytes += stats.committed_bytes;
             sum.live_bytes += stats.live_bytes;
             sum.empty_bytes += stats.empty_bytes;
@@ -129,13 +152,19 @@ impl<V: VirtualMemory> TieredHeap<V> {
         sum
     }
 
+    #[inline(always)]
     pub(crate) fn committed_bytes(&self) -> u64 {
-        self.tiers.iter().map(VirtualHeap::committed_bytes).sum()
+        let first = self.first.committed_bytes();
+        if self.upper.is_empty() {
+            first
+        } else {
+            first + self.upper.iter().map(VirtualHeap::committed_bytes).sum::<u64>()
+        }
     }
 
     pub(crate) fn diagnostics(&self) -> HeapDiagnostics {
-        let mut all = self.tiers[0].diagnostics();
-        for tier in &self.tiers[1..] {
+        let mut all = self.first.diagnostics();
+        for tier in &self.upper {
             let diagnostics = tier.diagnostics();
             all.reuses += diagnostics.reuses;
             all.peak_allocations += diagnostics.peak_allocations;
@@ -145,22 +174,27 @@ impl<V: VirtualMemory> TieredHeap<V> {
     }
 
     pub(crate) fn reset_diagnostics(&mut self) {
-        self.tiers.iter_mut().for_each(VirtualHeap::reset_diagnostics);
+        self.tiers_mut().for_each(VirtualHeap::reset_diagnostics);
     }
 
     pub fn record_events(&mut self, on: bool) {
         self.recording = on;
-        self.tiers.iter_mut().for_each(|tier| tier.record_events(on));
+        self.tiers_mut().for_each(|tier| tier.record_events(on));
     }
 
     pub fn observe(&mut self, on: bool) {
-        self.tiers.iter_mut().for_each(|tier| tier.observe(on));
+        self.tiers_mut().for_each(|tier| tier.observe(on));
     }
 
     /// Page events of the operations since the last call (when observing), offsets in the heap's numbering.
+    #[inline(always)]
     pub fn drain_pending(&mut self) -> std::vec::Drain<'_, PageEvent> {
-        for (index, tier) in self.tiers.iter_mut().enumerate() {
-            let base = index as u64 * self.span;
+        if self.upper.is_empty() {
+            return self.first.drain_pending();
+        }
+        self.pending.extend(self.first.drain_pending());
+        for (index, tier) in self.upper.iter_mut().enumerate() {
+            let base = (index as u64 + 1) * self.span;
             self.pending.extend(tier.drain_pending().map(|event| shifted(event, base)));
         }
         self.pending.drain(..)
@@ -168,18 +202,19 @@ impl<V: VirtualMemory> TieredHeap<V> {
 
     pub fn set_meta(&mut self, handle: &Handle, meta: Box<AllocationMeta>) {
         let tier = self.tier_of(handle);
-        self.tiers[tier].set_meta(handle, meta);
+        self.tier_mut(tier).set_meta(handle, meta);
     }
 
     pub fn leaks(&self, memory_type: u32, out: &mut Vec<Leak>) {
-        self.tiers.iter().for_each(|tier| tier.leaks(memory_type, out));
+        self.tiers().for_each(|tier| tier.leaks(memory_type, out));
     }
 
     /// Page events recorded since the last call: offsets in the heap's numbering, physical ids per tier apart
     /// ([`TIER_ID_SHIFT`]), and a [`PageEvent::Tier`] before the first events of a tier opened since.
     pub fn take_events(&mut self) -> Vec<PageRecord> {
-        let mut records = self.tiers[0].take_events();
-        for (index, tier) in self.tiers.iter_mut().enumerate().skip(1) {
+        let mut records = self.first.take_events();
+        for (upper, tier) in self.upper.iter_mut().enumerate() {
+            let index = upper + 1;
             let (base, ids) = (index as u64 * self.span, (index as u32) << TIER_ID_SHIFT);
             if index >= self.announced {
                 self.announced = index + 1;
@@ -203,6 +238,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
     /// tier needs a mapping, when they give them all back first. The top tier's release policy sees the whole
     /// heap (the lower tiers' committed and live bytes, the heap's peaks), so what it keeps and maps ahead stays
     /// within one budget.
+    #[inline(always)]
     pub fn allocate(
         &mut self,
         vm: &V,
@@ -210,51 +246,66 @@ impl<V: VirtualMemory> TieredHeap<V> {
         alignment: u64,
         may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
-        let top = self.tiers.len() - 1;
-        if top == 0 {
-            let placed = self.tiers[0].allocate(vm, size, alignment, may_commit)?;
-            if placed.is_some() {
+        if self.upper.is_empty() {
+            let placed = self.first.allocate(vm, size, alignment, may_commit)?;
+            if self.first.committed_bytes() >= self.next_opens_at {
                 self.open_next(vm);
             }
             return Ok(placed);
         }
+        self.allocate_in_tiers(vm, size, alignment, may_commit)
+    }
+
+    /// [`TieredHeap::allocate`] with more than one tier open.
+    fn allocate_in_tiers(
+        &mut self,
+        vm: &V,
+        size: u64,
+        alignment: u64,
+        may_commit: bool,
+    ) -> Result<Option<VirtualPlacement>, DeviceError> {
+        let top = self.upper.len();
+        let (lower, rest) = self.upper.split_at_mut(top - 1);
+        let top_tier = &mut rest[0];
         let mut placed = None;
-        if self.tiers[..top].iter().any(|tier| tier.empty_bytes() > 0) {
+        if self.first.empty_bytes() > 0 || lower.iter().any(|tier| tier.empty_bytes() > 0) {
             // Without a mapping if it can; otherwise the lower tiers' empty pages go back before it maps.
-            placed = self.tiers[top].allocate(vm, size, alignment, false)?;
+            placed = top_tier.allocate(vm, size, alignment, false)?;
             if placed.is_none() {
-                self.tiers[..top].iter_mut().for_each(|tier| {
+                self.first.trim(vm);
+                lower.iter_mut().for_each(|tier| {
                     tier.trim(vm);
                 });
             }
         }
         if placed.is_none() {
             let outside = self.outside_of(top);
-            self.tiers[top].set_outside(outside);
-            placed = self.tiers[top].allocate(vm, size, alignment, may_commit)?;
+            self.upper[top - 1].set_outside(outside);
+            placed = self.upper[top - 1].allocate(vm, size, alignment, may_commit)?;
         }
         self.note_peaks();
         let Some(mut placement) = placed else { return Ok(None) };
         placement.offset += top as u64 * self.span;
-        self.open_next(vm);
+        if self.committed_bytes() >= self.next_opens_at {
+            self.open_next(vm);
+        }
         Ok(Some(placement))
     }
 
-    /// Opens the next tier when the committed bytes reached its threshold (a reservation the device refuses
-    /// leaves the heap as it is).
+    /// Opens the next tier (the committed bytes reached its threshold); a reservation the device refuses leaves
+    /// the heap as it is, and no more tiers are tried.
+    #[cold]
+    #[inline(never)]
     fn open_next(&mut self, vm: &V) {
-        let Some(next) = self.plan.get(self.tiers.len() - 1).copied() else { return };
-        if self.refused || self.committed_bytes() < next.opens_at_bytes {
-            return;
-        }
+        let Some(next) = self.plan.get(self.upper.len()).copied() else { return };
         let Ok(mut tier) = VirtualHeap::new(vm, self.memory_type, self.span, next.page_size, &self.config)
         else {
-            self.refused = true;
+            self.next_opens_at = u64::MAX;
             return;
         };
         tier.record_events(self.recording);
-        if self.tiers.len() == 1 {
-            let stats = self.tiers[0].stats();
+        if self.upper.is_empty() {
+            let stats = self.first.stats();
             self.peaks = Peaks {
                 committed: stats.peak_committed_bytes,
                 live: stats.peak_live_bytes,
@@ -262,7 +313,8 @@ impl<V: VirtualMemory> TieredHeap<V> {
                 empty_at_peak: stats.empty_bytes_at_peak,
             };
         }
-        self.tiers.push(tier);
+        self.upper.push(tier);
+        self.next_opens_at = opens_at(&self.plan, self.upper.len() + 1);
     }
 
     /// The tiers other than `index`, with the whole heap's peaks.
@@ -272,7 +324,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
             peak_live_bytes: self.peaks.live,
             ..Outside::default()
         };
-        for (other, tier) in self.tiers.iter().enumerate() {
+        for (other, tier) in self.tiers().enumerate() {
             if other != index {
                 outside.committed_bytes += tier.committed_bytes();
                 outside.live_bytes += tier.live_bytes();
@@ -285,7 +337,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
     /// Updates the peaks of the sums after an operation.
     fn note_peaks(&mut self) {
         let (mut committed, mut live, mut empty) = (0, 0, 0);
-        for tier in &self.tiers {
+        for tier in self.tiers() {
             committed += tier.committed_bytes();
             live += tier.live_bytes();
             empty += tier.empty_bytes();
@@ -296,39 +348,51 @@ impl<V: VirtualMemory> TieredHeap<V> {
         }
     }
 
+    #[inline(always)]
     pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
+        if self.upper.is_empty() {
+            return self.first.free(vm, handle, size);
+        }
+        self.free_in_tiers(vm, handle, size)
+    }
+
+    /// [`TieredHeap::free`] with more than one tier open.
+    fn free_in_tiers(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
         let tier = self.tier_of(&handle);
         if tier > 0 {
             let outside = self.outside_of(tier);
-            self.tiers[tier].set_outside(outside);
+            self.upper[tier - 1].set_outside(outside);
         }
-        self.tiers[tier].free(vm, handle, size)?;
-        if self.tiers.len() > 1 {
-            self.note_peaks();
-        }
+        self.tier_mut(tier).free(vm, handle, size)?;
+        self.note_peaks();
         Ok(())
     }
 
     pub fn trim(&mut self, vm: &V) -> u64 {
-        self.tiers.iter_mut().map(|tier| tier.trim(vm)).sum()
+        self.tiers_mut().map(|tier| tier.trim(vm)).sum()
     }
 
     /// The host address of `offset` (host memory only).
     pub fn host_address(&self, vm: &V, offset: u64) -> Option<core::ptr::NonNull<u8>> {
-        let tier = self.tiers.get((offset / self.span) as usize)?;
+        let tier = self.tiers().nth((offset / self.span) as usize)?;
         let base = tier.host_address(vm)?;
         // Inside the tier's reservation, so inside one mapping.
         core::ptr::NonNull::new(base.as_ptr().wrapping_add((offset % self.span) as usize))
     }
 
     pub fn destroy(&mut self, vm: &V) {
-        self.tiers.iter_mut().for_each(|tier| tier.destroy(vm));
+        self.tiers_mut().for_each(|tier| tier.destroy(vm));
     }
 
     #[cfg(any(test, feature = "check"))]
     pub fn check(&self) -> Result<(), memcarve_core::Violation> {
-        self.tiers.iter().try_for_each(VirtualHeap::check)
+        self.tiers().try_for_each(VirtualHeap::check)
     }
+}
+
+/// The threshold of the tier after the `open` first ones (`u64::MAX` when there is none).
+fn opens_at(plan: &[HeapTier], open: usize) -> u64 {
+    plan.get(open - 1).map_or(u64::MAX, |tier| tier.opens_at_bytes)
 }
 
 fn shifted(event: PageEvent, base: u64) -> PageEvent {

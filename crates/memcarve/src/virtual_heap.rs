@@ -2467,6 +2467,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     }
 
     /// Frees an allocation; pages it leaves empty are given to the release policy.
+    #[inline(always)]
     pub fn free(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
         // The range's pages (a series member's range is larger than its size).
         if self.small.as_ref().is_some_and(|small| small.carrier == handle.to_raw()) {
