@@ -303,9 +303,26 @@ fn config_file_becomes_a_policy() {
         "{default} {coarse}"
     );
 
+    // `[[virtual_heap.tiers]]` opens tiers of larger pages: with one of 8 MiB pages from 64 MiB committed,
+    // tiny_expandable_segments (a 334 MiB heap, which the default's tier from 16 GiB never reaches) moves its
+    // working set onto it, and the first tier gives pages back on the way (the default unmaps none: 5 operations
+    // against 8); `tiers = []` has none, as the default has here.
+    let tiered = "[virtual_heap]\n[[virtual_heap.tiers]]\nopens_at_bytes = 67108864\npage_size = 8388608\n";
+    let (default, moved) = default_and_config(&config, tiered, trace("tiny_expandable_segments.pickle"));
+    let unmapped = |row: &serde_json::Value| row["pages_unmapped"].as_u64().unwrap();
+    let pages = |row: &serde_json::Value| row["pages_mapped"].as_u64().unwrap();
+    assert!(
+        unmapped(&moved) > 0 && unmapped(&default) == 0 && ops(&moved) > ops(&default),
+        "{default} {moved}"
+    );
+    let (default, none) =
+        default_and_config(&config, "[virtual_heap]\ntiers = []\n", trace("tiny_expandable_segments.pickle"));
+    assert_eq!((pages(&none), ops(&none)), (pages(&default), ops(&default)));
+
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [
         ("page_size = 3145728", "page size must be a power of two"),
+        ("[[virtual_heap.tiers]]\nopens_at_bytes = 1\npage_size = 3145728", "tiers need power-of-two pages"),
         ("slack = -0.5", "slack must be a number of 0 or more"),
         ("max_ahead_fraction = nan", "max_ahead_fraction must be a number of 0 or more"),
         ("spare_until_allocated = -1.0", "spare_until_allocated must be a number of 0 or more"),

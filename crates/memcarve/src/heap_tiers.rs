@@ -90,8 +90,10 @@ impl<V: VirtualMemory> TieredHeap<V> {
         if !largest.is_power_of_two() || plan.iter().any(|tier| !tier.page_size.is_power_of_two()) {
             return Err(DeviceError::Unsupported("virtual memory page size is not a power of two"));
         }
+        // The first tier's reservation is the size asked for (what a heap of one tier reserves); each tier's
+        // range in the numbering is that, rounded up to the largest page.
+        let first = VirtualHeap::new(vm, memory_type, size, page_size, config)?;
         let span = size.max(largest).next_multiple_of(largest);
-        let first = VirtualHeap::new(vm, memory_type, span, page_size, config)?;
         Ok(TieredHeap {
             first,
             upper: Vec::new(),
