@@ -142,7 +142,7 @@ class Checker:
     def count_handles(self, page, **counts):
         for name, count in counts.items():
             self.handles[name] += count
-            by_page = self.handles_by_page.setdefault(page, {"mapped": 0, "created": 0, "unmapped": 0, "released": 0})
+            by_page = self.handles_by_page.setdefault(page, dict.fromkeys(self.handles, 0))
             by_page[name] += count
 
     def on_tier(self, index, offset, page):
@@ -238,7 +238,8 @@ class Checker:
                 self.physical_size[physical] = page_size
                 self.physical_bytes += page_size
             elif self.physical_size[physical] != page_size:
-                self.fail(f"physical page {physical} of {self.physical_size[physical]} bytes shown in pages of {page_size}")
+                size = self.physical_size[physical]
+                self.fail(f"physical page {physical} of {size} bytes shown in pages of {page_size}")
             self.mapping[physical in self.mappings] += 1
             self.mappings[physical] = self.mappings.get(physical, 0) + 1
         self.note_committed()

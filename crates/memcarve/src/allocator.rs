@@ -592,7 +592,7 @@ impl<D: Device> Allocator<D> {
                     || tier.opens_at_bytes <= below.1
                 {
                     return Err(Error::InvalidConfig {
-                        reason: "the virtual heap's tiers need power-of-two pages and thresholds growing from tier to tier",
+                        reason: "the virtual heap's tiers need power-of-two pages and thresholds that grow tier by tier",
                     });
                 }
                 below = (tier.page_size, tier.opens_at_bytes);

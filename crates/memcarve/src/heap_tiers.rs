@@ -132,7 +132,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
 
     /// The counters, summed over the tiers (peaks over the sums).
     pub fn stats(&self) -> VirtualHeapStats {
-        let first = self.first.stats();
+        let first = VirtualHeapStats { tiers: 1 + self.upper.len() as u32, ..self.first.stats() };
         if self.upper.is_empty() {
             return first;
         }
@@ -271,9 +271,10 @@ impl<V: VirtualMemory> TieredHeap<V> {
         let top_tier = &mut rest[0];
         let mut placed = None;
         if self.first.empty_bytes() > 0 || lower.iter().any(|tier| tier.empty_bytes() > 0) {
-            // Without a mapping if it can; otherwise the lower tiers' empty pages go back before it maps.
+            // Without a mapping if it can; otherwise the lower tiers' empty pages go back before it maps (when it
+            // may).
             placed = top_tier.allocate(vm, size, alignment, false)?;
-            if placed.is_none() {
+            if placed.is_none() && may_commit {
                 self.first.trim(vm);
                 lower.iter_mut().for_each(|tier| {
                     tier.trim(vm);
@@ -361,11 +362,10 @@ impl<V: VirtualMemory> TieredHeap<V> {
     /// [`TieredHeap::free`] with more than one tier open.
     fn free_in_tiers(&mut self, vm: &V, handle: Handle, size: u64) -> Result<(), memcarve_core::Error> {
         let tier = self.tier_of(&handle);
-        if tier > 0 {
-            let outside = self.outside_of(tier);
-            self.upper[tier - 1].set_outside(outside);
-        }
-        self.tier_mut(tier).free(vm, handle, size)?;
+        let outside = self.outside_of(tier);
+        let heap = self.tier_mut(tier);
+        heap.set_outside(outside);
+        heap.free(vm, handle, size)?;
         self.note_peaks();
         Ok(())
     }

@@ -349,9 +349,10 @@ impl VirtualHeapConfig {
     /// traces' goal results; the seven heaps that reach it made their driver calls on the H200 in 0.44 to 0.57
     /// of the time (a third of what is left is giving back the first tier's pages) and replayed 1.20 × as fast.
     /// Tiers from 4 GiB would cut the estimated driver time of all 197 from 22.5 to 16.3 s, but put eight heaps
-    /// of 4 to 16 GiB over their operation limits (docs/BENCHMARKS.md, "Thirtieth session"). [`Allocator::new`](crate::Allocator::new) refuses page sizes
-    /// that are not powers of two growing from tier to tier, and thresholds that do not grow; tiers whose pages
-    /// are no larger than the heap's page size are left out.
+    /// of 4 to 16 GiB over their operation limits (docs/BENCHMARKS.md, "Thirtieth session").
+    /// [`Allocator::new`](crate::Allocator::new) refuses page sizes that are not powers of two growing from tier
+    /// to tier, and thresholds that do not grow; tiers whose pages are no larger than the heap's page size are
+    /// left out.
     pub fn with_tiers(mut self, tiers: Vec<HeapTier>) -> VirtualHeapConfig {
         self.tiers = tiers;
         self
@@ -436,6 +437,8 @@ pub struct VirtualHeapStats {
     /// Committed pages no live allocation touched at that moment: pages kept or mapped ahead by the release
     /// policy (its share of the peak's overhead).
     pub empty_bytes_at_peak: u64,
+    /// Tiers open (see [`VirtualHeapConfig::with_tiers`]): 1 until a heap opens its second.
+    pub tiers: u32,
 }
 
 /// What the allocator's diagnostics count of one heap, kept with the heap under its lock rather than in atomics

@@ -124,24 +124,29 @@ fn real_host_memory_keeps_every_pattern() {
     keeps_every_pattern(config.clone(), 4000);
     // With pages of 8 MiB, mapped and given back as such.
     keeps_every_pattern(config.clone().with_page_size(8 * MIB), 2000);
-    // In tiers: 8 MiB pages from 24 MiB committed, 32 MiB pages from 64 MiB (each tier its own reservation).
+    // In tiers: 8 MiB pages from 24 MiB committed, 32 MiB pages from 64 MiB (each tier its own reservation of
+    // 1 GiB, the third's offsets from 2 GiB on).
     let tiers = vec![HeapTier::new(24 * MIB, 8 * MIB), HeapTier::new(64 * MIB, 32 * MIB)];
-    keeps_every_pattern(config.with_release(Arc::new(PeakSlack::default())).with_tiers(tiers), 3000);
+    let highest =
+        keeps_every_pattern(config.with_release(Arc::new(PeakSlack::default())).with_tiers(tiers), 3000);
+    assert!(highest >= 2 << 30, "the third tier was reached: {highest}");
 }
 
 /// Random allocations of 1 byte to 4 MiB in real host memory, each filled with a pattern that must be intact when
 /// it is freed, for `steps` operations; the checker at the end, and every page given back once all is freed and
-/// the heap trimmed.
-fn keeps_every_pattern(config: VirtualHeapConfig, steps: u64) {
+/// the heap trimmed. Returns the highest offset placed.
+fn keeps_every_pattern(config: VirtualHeapConfig, steps: u64) -> u64 {
     let (device, allocator) = virtual_allocator(HostMode::Real, config);
     let mut rng = Rng::new(7);
     let mut live = Vec::new();
+    let mut highest = 0;
     for step in 0..steps {
         if live.is_empty() || rng.chance(55) {
             let size = rng.log_uniform(1, 4 * MIB);
             let desc =
                 AllocationDesc::new("p", size, MemoryLocation::GpuOnly).with_alignment(1 << rng.below(10));
             let allocation = allocator.allocate(&desc).unwrap();
+            highest = highest.max(allocation.offset());
             let ptr = allocator.virtual_address(&allocation).unwrap();
             // SAFETY: the pointer is valid for `size` bytes while the allocation is live (host memory in real
             // mode, committed by the allocation), and no other live allocation overlaps it.
@@ -163,6 +168,7 @@ fn keeps_every_pattern(config: VirtualHeapConfig, steps: u64) {
     // The small region's first page is held until the heap is trimmed.
     allocator.trim_empty_blocks();
     assert_eq!(device.counters().committed_bytes, 0);
+    highest
 }
 
 #[test]
@@ -222,6 +228,7 @@ fn tiers_open_as_the_heap_grows_and_the_lower_ones_empty_into_the_top_one() {
     // ahead) go back before that mapping.
     let second = allocator.allocate(&desc(3 * MIB)).unwrap();
     assert!(second.offset() >= 1 << 30 && second.offset() < 2 << 30, "{}", second.offset());
+    assert_eq!(allocator.virtual_heap_stats(memory_type).unwrap().tiers, 2);
     let stats = allocator.virtual_heap_stats(memory_type).unwrap();
     let kept = before.committed_bytes - before.empty_bytes;
     assert!(
@@ -256,6 +263,7 @@ fn tiers_open_as_the_heap_grows_and_the_lower_ones_empty_into_the_top_one() {
     }
     let third = allocator.allocate(&desc(MIB)).unwrap();
     assert!(third.offset() >= 2 << 30, "{}", third.offset());
+    assert_eq!(allocator.virtual_heap_stats(memory_type).unwrap().tiers, 3);
     let stats = allocator.virtual_heap_stats(memory_type).unwrap();
     assert_eq!(stats.peak_live_bytes, stats.live_bytes);
     assert!(stats.peak_committed_bytes >= stats.committed_bytes);
@@ -365,6 +373,25 @@ fn commit_failures_among_retained_pages_leave_the_page_books_right() {
         ..FaultInjection::default()
     });
     assert!(churn_under_failures(&device, &allocator, 13, (6_000, 24 * MIB, 1)) > 0);
+}
+
+#[test]
+fn commit_failures_in_tiers_leave_the_page_books_right() {
+    // Tiers of 8 MiB pages from 32 MiB committed and 32 MiB pages from 96 MiB, a device failing three mappings
+    // (and reservations) in ten: refused requests, tiers refused or opened, lower tiers giving their pages back
+    // before a mapping that then fails; the checker after every operation, and every page back at the end.
+    let tiers = vec![HeapTier::new(32 * MIB, 8 * MIB), HeapTier::new(96 * MIB, 32 * MIB)];
+    let config = VirtualHeapConfig::default().with_reserve_size(256 * MIB).with_tiers(tiers);
+    for seed in [5, 6, 7] {
+        let (device, allocator) = virtual_allocator(HostMode::Simulated, config.clone());
+        device.set_faults(FaultInjection {
+            random_failure: Some(RandomFailure { probability: 0.3, seed }),
+            ..FaultInjection::default()
+        });
+        assert!(churn_under_failures(&device, &allocator, 13 + seed, (4_000, 24 * MIB, 1)) > 0);
+        let tiers = allocator.virtual_heap_stats(1).unwrap().tiers;
+        assert!(tiers > 1, "seed {seed}: {tiers} tiers opened");
+    }
 }
 
 #[test]
