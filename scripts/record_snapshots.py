@@ -46,7 +46,8 @@ mobilenet_v3s_train_eval, blenderbot_small_beam_generate, wavenet_conv1d_train, 
 resnet50_autocast_bf16_infer, phi_small_sample_generate, deit_small_half_infer, sac_replay_train,
 mpnet_sorted_embed_infer, m2m100_small_beam_generate, deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
 regnet_train_val_bf16, fno_darcy_train, graph_attention_train, mlp_mixer_train, vqvae_hires_train,
-vocab_250k_chunked_train, sr_hires_train, gp_cholesky_fit, voxel_cnn_train (see WORKLOADS). Prints one line per
+vocab_250k_chunked_train, sr_hires_train, gp_cholesky_fit, voxel_cnn_train, lm_1_6b_varlen_train, vit_huge_train,
+t5_large_train (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
 torch, CUDA and library versions and the GPU).
 """
@@ -6441,6 +6442,65 @@ def voxel_cnn_train(torch):
     return {"batches": batches, "losses": losses, "occupancy": occupancy}
 
 
+
+def lm_1_6b_varlen_train(torch):
+    """A 1.6-billion-parameter causal language model in plain torch (24 layers, 2304 wide, 18 heads, 32k
+    vocabulary, through `decoder_lm`), bf16 autocast with fp32 weights, AdamW, 6 steps whose shapes change every
+    step, (batch, tokens) (12, 1024), (3, 4096), (6, 2048), (24, 512), (2, 6144), (12, 1024): a heap of tens of GiB
+    (weights and gradients of 6 GiB each, optimizer state of 12 GiB) whose activations change size at every step.
+    Recorded in the thirtieth session to judge the heap's tiers on a heap past 16 GiB they were not chosen on."""
+    return train_decoder_lm(torch, 2304, 24, 18, [(12, 1024), (3, 4096), (6, 2048), (24, 512), (2, 6144), (12, 1024)],
+                            lambda params: torch.optim.AdamW(params, lr=1e-4))
+
+
+def vit_huge_train(torch):
+    """torchvision ViT-H/14 training (32 layers, 1280 wide, 632 M parameters), AdamW, fp16 autocast with
+    GradScaler, 4 steps of batch 32, 48, 24 and 48 at 224 pixels: activations of tens of GiB beside 10 GiB of
+    weights, gradients and optimizer state. Recorded in the thirtieth session to judge the heap's tiers."""
+    import torchvision
+
+    batches = [32, 48, 24, 48]
+    losses = train_classifier(torch, torchvision.models.vit_h_14(num_classes=1000),
+                              [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"losses": losses, "batches": batches}
+
+
+def t5_large_train(torch):
+    """T5-large-sized sequence-to-sequence training through transformers (`T5ForConditionalGeneration(T5Config(
+    ...))`: 24 encoder and 24 decoder layers, 1024 wide, 16 heads, 32k vocabulary, 738 M parameters), bf16
+    autocast, AdamW, 6 steps of (batch, source tokens, target tokens) from (8, 1024, 256) to (48, 256, 64): encoder
+    and decoder activations beside 12 GiB of weights, gradients and optimizer state. Recorded in the thirtieth
+    session to judge the heap's tiers."""
+    import random
+
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    vocab = 32128
+    config = T5Config(vocab_size=vocab, d_model=1024, d_kv=64, d_ff=4096, num_layers=24, num_decoder_layers=24,
+                      num_heads=16, decoder_start_token_id=0, pad_token_id=0)
+    model = T5ForConditionalGeneration(config)
+    shapes = [(8, 1024, 256), (32, 512, 128), (48, 256, 64), (16, 1024, 128), (24, 512, 256), (8, 1024, 256)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch, source, target in shapes:
+        inputs = torch.randint(1, vocab, (batch, source), device="cuda", generator=gen)
+        labels = torch.randint(1, vocab, (batch, target), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=inputs, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del inputs, labels, loss
+    del model, opt
+    return {"shapes": shapes, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -6500,10 +6560,12 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
                                      regnet_train_val_bf16, fno_darcy_train, graph_attention_train,
                                      mlp_mixer_train, vqvae_hires_train, vocab_250k_chunked_train, sr_hires_train,
-                                     gp_cholesky_fit, voxel_cnn_train)}
+                                     gp_cholesky_fit, voxel_cnn_train, lm_1_6b_varlen_train, vit_huge_train,
+                                     t5_large_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
-TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240}
+TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
+            "vit_huge_train": 240, "t5_large_train": 240}
 
 
 # ---------------------------------------------------------------- recording

@@ -476,6 +476,15 @@ fn fourteenth_session_large_recordings_match_an_independent_walk_and_the_recordi
     check_recorded("vit_large_train.pickle.gz", (10_257, 26_046.3, 27_790.0, 1.067), 349, 3);
 }
 
+/// Recorded in the thirtieth session (2026-12-04 04:49-04:51 UTC) to judge the virtual heap's tiers on three more
+/// heaps past 16 GiB, replayed before anything was changed for them.
+#[test]
+fn thirtieth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("lm_1_6b_varlen_train.pickle.gz", (13_389, 50_328.3, 56_618.0, 1.125), 448, 3);
+    check_recorded("vit_huge_train.pickle.gz", (13_585, 26_267.4, 29_438.0, 1.121), 496, 3);
+    check_recorded("t5_large_train.pickle.gz", (56_019, 96_762.0, 127_084.0, 1.313), 1_314, 2);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
