@@ -112,9 +112,8 @@ class Checker:
         # Operations by kind (see `--kinds`); the mapping whose `pages` lines are being read: [new, shown again].
         self.kinds = {"new": 0, "again": 0, "both": 0, "unmaps": 0, "blocks": 0}
         self.mapping = None
-        # The virtual heap's work with one handle per page (see `--handles`; its calls are those `kinds` counts).
-        self.handles = {"mapped": 0, "created": 0, "unmapped": 0, "released": 0}
-        # The same by page size (what the driver time depends on).
+        # The virtual heap's work with one handle per page (see `--handles`; its calls are those `kinds` counts), by
+        # page size (what the driver time depends on); `handles` sums it.
         self.handles_by_page = {}
         self.block_bytes = 0
         self.peak_committed = 0
@@ -139,10 +138,16 @@ class Checker:
         at = bisect.bisect_right(self.tier_starts, address)
         return self.tier_pages[self.tier_starts[at - 1]] if at else self.page
 
+    HANDLE_WORK = ("mapped", "created", "unmapped", "released")
+
+    @property
+    def handles(self):
+        """The handle work of every page size together."""
+        return {name: sum(by_page[name] for by_page in self.handles_by_page.values()) for name in self.HANDLE_WORK}
+
     def count_handles(self, page, **counts):
+        by_page = self.handles_by_page.setdefault(page, dict.fromkeys(self.HANDLE_WORK, 0))
         for name, count in counts.items():
-            self.handles[name] += count
-            by_page = self.handles_by_page.setdefault(page, dict.fromkeys(self.handles, 0))
             by_page[name] += count
 
     def on_tier(self, index, offset, page):

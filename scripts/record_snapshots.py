@@ -2717,16 +2717,21 @@ def llama_1b_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
-def vit_large_train(torch):
-    """torchvision ViT-L/16 training (24 layers, 1024 wide), AdamW, fp16 autocast with GradScaler, 4 steps of batch
-    64, 128, 96, 128 at 224 pixels: activations of tens of GiB in tensors of 50-200 MiB."""
+def train_vit(torch, name, batches):
+    """Trains torchvision's ViT `name` (1000 classes) through `train_classifier` with AdamW, one step per batch size
+    in `batches` at 224 pixels; returns the losses and the batches."""
     import torchvision
 
-    batches = [64, 128, 96, 128]
-    losses = train_classifier(torch, torchvision.models.vit_l_16(num_classes=1000),
+    losses = train_classifier(torch, getattr(torchvision.models, name)(num_classes=1000),
                               [(batch, 3, 224, 224) for batch in batches],
                               lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"losses": losses, "batches": batches}
+
+
+def vit_large_train(torch):
+    """torchvision ViT-L/16 training (24 layers, 1024 wide), AdamW, fp16 autocast with GradScaler, 4 steps of batch
+    64, 128, 96, 128 at 224 pixels: activations of tens of GiB in tensors of 50-200 MiB."""
+    return train_vit(torch, "vit_l_16", [64, 128, 96, 128])
 
 
 def resnet50_bigbatch_infer(torch):
@@ -6457,13 +6462,7 @@ def vit_huge_train(torch):
     """torchvision ViT-H/14 training (32 layers, 1280 wide, 632 M parameters), AdamW, fp16 autocast with
     GradScaler, 4 steps of batch 32, 48, 24 and 48 at 224 pixels: activations of tens of GiB beside 10 GiB of
     weights, gradients and optimizer state. Recorded in the thirtieth session to judge the heap's tiers."""
-    import torchvision
-
-    batches = [32, 48, 24, 48]
-    losses = train_classifier(torch, torchvision.models.vit_h_14(num_classes=1000),
-                              [(batch, 3, 224, 224) for batch in batches],
-                              lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"losses": losses, "batches": batches}
+    return train_vit(torch, "vit_h_14", [32, 48, 24, 48])
 
 
 def t5_large_train(torch):

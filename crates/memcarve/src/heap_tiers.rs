@@ -86,10 +86,9 @@ impl<V: VirtualMemory> TieredHeap<V> {
     ) -> Result<TieredHeap<V>, DeviceError> {
         let plan: Vec<HeapTier> =
             config.tiers.iter().copied().filter(|tier| tier.page_size > page_size).collect();
+        // Page sizes are checked where they are used: the allocator's config check, and each tier's
+        // `VirtualHeap::new` (a tier the device refuses is never opened).
         let largest = plan.iter().map(|tier| tier.page_size).fold(page_size, u64::max);
-        if !largest.is_power_of_two() || plan.iter().any(|tier| !tier.page_size.is_power_of_two()) {
-            return Err(DeviceError::Unsupported("virtual memory page size is not a power of two"));
-        }
         // The first tier's reservation is the size asked for (what a heap of one tier reserves); each tier's
         // range in the numbering is that, rounded up to the largest page.
         let first = VirtualHeap::new(vm, memory_type, size, page_size, config)?;
@@ -286,10 +285,10 @@ impl<V: VirtualMemory> TieredHeap<V> {
             self.upper[top - 1].set_outside(outside);
             placed = self.upper[top - 1].allocate(vm, size, alignment, may_commit)?;
         }
-        self.note_peaks();
+        let committed = self.note_peaks();
         let Some(mut placement) = placed else { return Ok(None) };
         placement.offset += top as u64 * self.span;
-        if self.committed_bytes() >= self.next_opens_at {
+        if committed >= self.next_opens_at {
             self.open_next(vm);
         }
         Ok(Some(placement))
@@ -337,8 +336,8 @@ impl<V: VirtualMemory> TieredHeap<V> {
         outside
     }
 
-    /// Updates the peaks of the sums after an operation.
-    fn note_peaks(&mut self) {
+    /// Updates the peaks of the sums after an operation; returns the committed bytes.
+    fn note_peaks(&mut self) -> u64 {
         let (mut committed, mut live, mut empty) = (0, 0, 0);
         for tier in self.tiers() {
             committed += tier.committed_bytes();
@@ -349,6 +348,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
         if committed > self.peaks.committed {
             self.peaks = Peaks { committed, live: self.peaks.live, live_at_peak: live, empty_at_peak: empty };
         }
+        committed
     }
 
     #[inline(always)]

@@ -1504,7 +1504,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     pub fn stats(&self) -> VirtualHeapStats {
         VirtualHeapStats {
             committed_bytes: self.committed_bytes(),
-            empty_bytes: self.phys.free_count << self.page_shift,
+            empty_bytes: self.empty_bytes(),
             ..self.stats
         }
     }
@@ -2505,7 +2505,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Gives back free physical pages, in queue order, until at most `keep` bytes of them are left:
     /// each goes when every address page it is mapped at is unmapped (one call per run of such pages).
     fn release_down_to(&mut self, vm: &V, keep: u64) {
-        let empty = self.stats().empty_bytes;
+        let empty = self.empty_bytes();
         if empty <= keep {
             return;
         }
