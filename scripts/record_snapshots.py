@@ -47,7 +47,8 @@ resnet50_autocast_bf16_infer, phi_small_sample_generate, deit_small_half_infer, 
 mpnet_sorted_embed_infer, m2m100_small_beam_generate, deeplabv3_mobilenet_half_infer, xlmr_finetune_dynamic_bf16,
 regnet_train_val_bf16, fno_darcy_train, graph_attention_train, mlp_mixer_train, vqvae_hires_train,
 vocab_250k_chunked_train, sr_hires_train, gp_cholesky_fit, voxel_cnn_train, lm_1_6b_varlen_train, vit_huge_train,
-t5_large_train (see WORKLOADS). Prints one line per
+t5_large_train, gpt2_tiny_sample_generate, llama_small_beam_generate, bert_tiny_ner_infer, inception_v3_half_infer,
+swin_t_train_mid, efficientnet_b3_train_mid (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
 torch, CUDA and library versions and the GPU).
 """
@@ -6500,6 +6501,103 @@ def t5_large_train(torch):
     return {"shapes": shapes, "losses": losses}
 
 
+def gpt2_tiny_sample_generate(torch):
+    """A small GPT-2-style decoder through transformers (`GPT2LMHeadModel(GPT2Config(...))`: 4 layers, 384 wide, 6
+    heads, 50k vocabulary), fp16, `generate` sampling at temperature 0.9 (top-p 0.95) for 5 rounds (batch, prompt,
+    new tokens) from (1, 192, 64) to (24, 24, 32): a heap of about 100 MiB, mostly the embeddings. Recorded in the
+    thirty-first session as an unseen trace."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=4, n_embd=384, n_head=6, n_positions=512)
+    rounds = [(8, 64, 48), (1, 192, 64), (24, 24, 32), (4, 128, 40), (12, 48, 56)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPT2LMHeadModel(config).eval(), rounds, config.vocab_size, seed_each_round=True,
+                           do_sample=True, temperature=0.9, top_p=0.95, pad_token_id=0)
+
+
+def llama_small_beam_generate(torch):
+    """A small Llama-style decoder through transformers (`LlamaForCausalLM(LlamaConfig(...))`: 6 layers, 512 wide, 8
+    heads with 2 key-value heads, 1,408 feed-forward, 32k vocabulary), fp16, beam search with 4 beams for 4 rounds
+    (batch, prompt, new tokens) from (2, 256, 40) to (8, 32, 24). Recorded in the thirty-first session as an unseen
+    trace."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=1024)
+    rounds = [(4, 96, 32), (2, 256, 40), (8, 32, 24), (6, 128, 28)]  # batch, prompt, new tokens
+    return generate_rounds(torch, LlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3, num_beams=4,
+                           do_sample=False, pad_token_id=0)
+
+
+def bert_tiny_ner_infer(torch):
+    """Token classification (named entities) with a small BERT through transformers
+    (`BertForTokenClassification(BertConfig(...))`: 4 layers, 312 wide, 12 heads, 30k vocabulary, 9 labels), fp16,
+    12 batches of (sentences, tokens) from (256, 32) to (8, 512) with random padding, the argmax label per token kept:
+    a heap of about 100 MiB. Recorded in the thirty-first session as an unseen trace."""
+    from transformers import BertConfig, BertForTokenClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=312, num_hidden_layers=4, num_attention_heads=12, intermediate_size=1200,
+                        num_labels=9)
+    model = BertForTokenClassification(config).eval()
+    batches = [(64, 128), (256, 32), (8, 512), (32, 256), (128, 64), (16, 384), (96, 96), (48, 192), (4, 512),
+               (192, 48), (24, 320), (160, 80)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    tagged = 0
+    with torch.inference_mode():
+        for sentences, tokens in batches:
+            ids = torch.randint(1000, config.vocab_size, (sentences, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            labels = model(input_ids=ids * mask, attention_mask=mask).logits.argmax(-1)
+            tagged += int(((labels > 0) & (mask > 0)).sum().item())
+            del ids, lengths, mask, labels
+    del model
+    return {"batches": batches, "tagged": tagged}
+
+
+def inception_v3_half_infer(torch):
+    """torchvision Inception v3 inference (factorized convolutions, four-branch blocks whose outputs are
+    concatenated), fp16, 8 (batch, image side) shapes from (1, 299) to (48, 299), each twice. Recorded in the
+    thirty-first session as an unseen trace."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(8, 299), (1, 299), (32, 299), (4, 342), (16, 299), (2, 384), (48, 299), (12, 320)]
+    model = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), image_score)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def swin_t_train_mid(torch):
+    """torchvision Swin-T training (shifted-window attention, 28 M parameters), AdamW, bf16 autocast, 8 steps with
+    batches of 64 to 160 images of 224 pixels: a heap of several GiB of activations. Recorded in the thirty-first
+    session as an unseen trace."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [96, 64, 160, 128, 64, 160, 96, 128]
+    losses = train_classifier(torch, torchvision.models.swin_t(), [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3), autocast_dtype=torch.bfloat16)
+    return {"batches": batches, "losses": losses}
+
+
+def efficientnet_b3_train_mid(torch):
+    """torchvision EfficientNet-B3 training (12 M parameters, depthwise convolutions and squeeze-and-excitation),
+    AdamW, fp16 autocast with GradScaler, channels-last, 8 steps with batches of 32 to 96 images of 300 pixels: a
+    heap of several GiB of many activations. Recorded in the thirty-first session as an unseen trace."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [48, 96, 32, 64, 96, 48, 80, 64]
+    losses = train_classifier(torch, torchvision.models.efficientnet_b3(), [(batch, 3, 300, 300) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3), channels_last=True)
+    return {"batches": batches, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -6560,7 +6658,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      regnet_train_val_bf16, fno_darcy_train, graph_attention_train,
                                      mlp_mixer_train, vqvae_hires_train, vocab_250k_chunked_train, sr_hires_train,
                                      gp_cholesky_fit, voxel_cnn_train, lm_1_6b_varlen_train, vit_huge_train,
-                                     t5_large_train)}
+                                     t5_large_train, gpt2_tiny_sample_generate, llama_small_beam_generate,
+                                     bert_tiny_ner_infer, inception_v3_half_infer, swin_t_train_mid,
+                                     efficientnet_b3_train_mid)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
