@@ -6504,8 +6504,8 @@ def t5_large_train(torch):
 def gpt2_tiny_sample_generate(torch):
     """A small GPT-2-style decoder through transformers (`GPT2LMHeadModel(GPT2Config(...))`: 4 layers, 384 wide, 6
     heads, 50k vocabulary), fp16, `generate` sampling at temperature 0.9 (top-p 0.95) for 5 rounds (batch, prompt,
-    new tokens) from (1, 192, 64) to (24, 24, 32): a heap of about 100 MiB, mostly the embeddings. Recorded in the
-    thirty-first session as an unseen trace."""
+    new tokens) from (1, 192, 64) to (24, 24, 32): meant as a heap of about 100 MiB (its peak is 163 MiB). Recorded in
+    the thirty-first session as an unseen trace."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
@@ -6534,7 +6534,8 @@ def bert_tiny_ner_infer(torch):
     """Token classification (named entities) with a small BERT through transformers
     (`BertForTokenClassification(BertConfig(...))`: 4 layers, 312 wide, 12 heads, 30k vocabulary, 9 labels), fp16,
     12 batches of (sentences, tokens) from (256, 32) to (8, 512) with random padding, the argmax label per token kept:
-    a heap of about 100 MiB. Recorded in the thirty-first session as an unseen trace."""
+    meant as a heap of about 100 MiB (its peak is 380 MiB). Recorded in the thirty-first session as an unseen
+    trace."""
     from transformers import BertConfig, BertForTokenClassification
 
     torch.manual_seed(0)

@@ -485,6 +485,18 @@ fn thirtieth_session_recordings_match_an_independent_walk_and_the_recording_scri
     check_recorded("t5_large_train.pickle.gz", (56_019, 96_762.0, 127_084.0, 1.313), 1_314, 2);
 }
 
+/// Recorded in the thirty-first session (2026-12-04 09:02-09:03 UTC) as unseen traces: four small heaps and two
+/// training heaps of 11 and 14 GiB, replayed before anything was changed for them.
+#[test]
+fn thirty_first_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("gpt2_tiny_sample_generate.pickle.gz", (46_099, 163.1, 198.0, 1.214), 18, 2);
+    check_recorded("llama_small_beam_generate.pickle.gz", (48_960, 173.4, 202.0, 1.165), 20, 1);
+    check_recorded("bert_tiny_ner_infer.pickle.gz", (2_211, 380.0, 896.0, 2.358), 21, 2);
+    check_recorded("inception_v3_half_infer.pickle.gz", (8_694, 483.0, 872.0, 1.806), 32, 2);
+    check_recorded("swin_t_train_mid.pickle.gz", (14_726, 11_255.1, 13_172.0, 1.170), 172, 3);
+    check_recorded("efficientnet_b3_train_mid.pickle.gz", (21_053, 14_690.9, 17_590.0, 1.197), 312, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
