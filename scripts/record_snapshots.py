@@ -48,7 +48,8 @@ mpnet_sorted_embed_infer, m2m100_small_beam_generate, deeplabv3_mobilenet_half_i
 regnet_train_val_bf16, fno_darcy_train, graph_attention_train, mlp_mixer_train, vqvae_hires_train,
 vocab_250k_chunked_train, sr_hires_train, gp_cholesky_fit, voxel_cnn_train, lm_1_6b_varlen_train, vit_huge_train,
 t5_large_train, gpt2_tiny_sample_generate, llama_small_beam_generate, bert_tiny_ner_infer, inception_v3_half_infer,
-swin_t_train_mid, efficientnet_b3_train_mid (see WORKLOADS). Prints one line per
+swin_t_train_mid, efficientnet_b3_train_mid, mamba_small_generate, segformer_infer, retinanet_infer,
+bert_large_mlm_train_mid, convnext_base_train_mid, gpt2_medium_beam_generate (see WORKLOADS). Prints one line per
 snapshot with its figures, computed as traces/README.md defines them, and writes OUTDIR/summary.json (with the
 torch, CUDA and library versions and the GPU).
 """
@@ -6599,6 +6600,105 @@ def efficientnet_b3_train_mid(torch):
     return {"batches": batches, "losses": losses}
 
 
+def mamba_small_generate(torch):
+    """A small Mamba-style state-space language model through transformers (`MambaForCausalLM(MambaConfig(...))`:
+    8 layers, 512 wide, state size 16, 32k vocabulary; the convolution and SSM states are the cache, not a growing
+    key-value cache), fp16, greedy `generate` for 4 rounds (batch, prompt, new tokens) from (1, 256, 48) to (16, 32,
+    32). Recorded in the thirty-first session as an unseen trace."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    torch.manual_seed(0)
+    config = MambaConfig(vocab_size=32000, hidden_size=512, num_hidden_layers=8, state_size=16)
+    rounds = [(4, 96, 40), (1, 256, 48), (16, 32, 32), (8, 128, 24)]  # batch, prompt, new tokens
+    return generate_rounds(torch, MambaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def segformer_infer(torch):
+    """Semantic segmentation with a SegFormer-B0-sized model through transformers
+    (`SegformerForSemanticSegmentation(SegformerConfig(...))`: 4 stages of efficient attention, 150 classes), fp16,
+    8 (batch, image side) shapes from (1, 1024) to (16, 256), each twice. Recorded in the thirty-first session as an
+    unseen trace."""
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    torch.manual_seed(0)
+    model = SegformerForSemanticSegmentation(SegformerConfig(num_labels=150)).eval()
+    shapes = [(4, 512), (1, 1024), (16, 256), (2, 768), (8, 384), (1, 640), (12, 320), (4, 448)]
+
+    def score(out):
+        return float(out.logits.float().softmax(1).max(1).values.mean().item())
+
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), score,
+                            forward_args={"return_dict": True})
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def retinanet_infer(torch):
+    """torchvision RetinaNet (ResNet-50 FPN, random weights, no pretrained backbone) inference, fp32, 8 batches of
+    1 to 4 images whose sides vary from 480 to 1024 pixels (anchors and detections vary in number). Recorded in the
+    thirty-first session as an unseen trace."""
+    import random
+
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.detection.retinanet_resnet50_fpn(weights=None, weights_backbone=None).eval()
+    rng = random.Random(1)
+    batches = [[(rng.randrange(480, 1025, 32), rng.randrange(480, 1025, 32)) for _ in range(rng.randint(1, 4))]
+               for _ in range(8)]
+    holder = [model]
+    del model
+    return {"batches": batches, "boxes": detect(torch, holder, batches)}
+
+
+def bert_large_mlm_train_mid(torch):
+    """Masked-language-model training of a BERT-large-sized encoder through transformers
+    (`BertForMaskedLM(BertConfig(...))`: 24 layers, 1024 wide, 16 heads, 30k vocabulary), bf16 autocast, AdamW, 8
+    steps of (batch, tokens) from (64, 128) to (8, 512), 15 % of the tokens as labels: a heap of several GiB.
+    Recorded in the thirty-first session as an unseen trace."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    steps = [(32, 256), (64, 128), (8, 512), (16, 384), (48, 192), (8, 512), (32, 256), (64, 128)]
+
+    def masked(gen, step):
+        ids = torch.randint(1000, config.vocab_size, step, device="cuda", generator=gen)
+        chosen = torch.rand(step, device="cuda", generator=gen) < 0.15
+        return {"input_ids": ids, "labels": torch.where(chosen, ids, torch.full_like(ids, -100))}
+
+    losses = train_bf16(torch, BertForMaskedLM(config), steps, masked,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def convnext_base_train_mid(torch):
+    """torchvision ConvNeXt-Base training (89 M parameters), AdamW, bf16 autocast, channels-last, 6 steps with
+    batches of 32 to 96 images of 224 pixels. Recorded in the thirty-first session as an unseen trace."""
+    import torchvision
+
+    torch.manual_seed(0)
+    batches = [64, 32, 96, 48, 96, 64]
+    losses = train_classifier(torch, torchvision.models.convnext_base(), [(batch, 3, 224, 224) for batch in batches],
+                              lambda params: torch.optim.AdamW(params, lr=1e-3), channels_last=True,
+                              autocast_dtype=torch.bfloat16)
+    return {"batches": batches, "losses": losses}
+
+
+def gpt2_medium_beam_generate(torch):
+    """GPT-2 medium-sized decoder through transformers (`GPT2LMHeadModel(GPT2Config(...))`: 24 layers, 1024 wide,
+    16 heads, 50k vocabulary), fp16, beam search with 4 beams (the cache reordered by beam every step) for 4 rounds
+    (batch, prompt, new tokens) from (1, 384, 32) to (8, 64, 24). Recorded in the thirty-first session as an unseen
+    trace."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=24, n_embd=1024, n_head=16)
+    rounds = [(4, 128, 32), (1, 384, 32), (8, 64, 24), (2, 256, 28)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPT2LMHeadModel(config).eval(), rounds, config.vocab_size, num_beams=4,
+                           do_sample=False, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -6661,7 +6761,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      gp_cholesky_fit, voxel_cnn_train, lm_1_6b_varlen_train, vit_huge_train,
                                      t5_large_train, gpt2_tiny_sample_generate, llama_small_beam_generate,
                                      bert_tiny_ner_infer, inception_v3_half_infer, swin_t_train_mid,
-                                     efficientnet_b3_train_mid)}
+                                     efficientnet_b3_train_mid, mamba_small_generate, segformer_infer,
+                                     retinanet_infer, bert_large_mlm_train_mid, convnext_base_train_mid,
+                                     gpt2_medium_beam_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
