@@ -497,6 +497,17 @@ fn thirty_first_session_recordings_match_an_independent_walk_and_the_recording_s
     check_recorded("efficientnet_b3_train_mid.pickle.gz", (21_053, 14_690.9, 17_590.0, 1.197), 312, 3);
 }
 
+/// The thirty-first session's second batch (2026-12-04 09:28-09:30 UTC), also unseen: a state-space language model,
+/// two vision models at varying sizes and two training heaps of 13 and 16 GiB.
+#[test]
+fn thirty_first_session_second_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("mamba_small_generate.pickle.gz", (69_373, 312.8, 492.0, 1.573), 27, 1);
+    check_recorded("segformer_infer.pickle.gz", (4_617, 393.8, 766.0, 1.945), 22, 2);
+    check_recorded("retinanet_infer.pickle.gz", (4_222, 1_284.4, 3_000.0, 2.336), 33, 0);
+    check_recorded("bert_large_mlm_train_mid.pickle.gz", (24_499, 16_445.1, 18_654.0, 1.134), 390, 3);
+    check_recorded("convnext_base_train_mid.pickle.gz", (15_943, 13_120.3, 15_894.0, 1.211), 300, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
