@@ -6628,8 +6628,7 @@ def segformer_infer(torch):
     def score(out):
         return float(out.logits.float().softmax(1).max(1).values.mean().item())
 
-    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), score,
-                            forward_args={"return_dict": True})
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(), score)
     return {"shapes": shapes, "checksum": checksum}
 
 
