@@ -6698,6 +6698,211 @@ def gpt2_medium_beam_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
+def wide_mlp_train(torch):
+    """A wide multi-layer perceptron in plain torch, fp32: 8,192 -> 16,384 -> 16,384 -> 1,000 with GELU (1.6 G
+    parameters: 6.3 GiB with gradients and AdamW's states), trained 6 steps on random batches of 1,024 to 4,096
+    rows (activations of 64 to 256 MiB per layer). Recorded in the thirty-second session as an unseen trace for the
+    request-mix rule."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    model = nn.Sequential(nn.Linear(8192, 16384), nn.GELU(), nn.Linear(16384, 16384), nn.GELU(),
+                          nn.Linear(16384, 1000))
+    batches = [2048, 4096, 1024, 3072, 4096, 2048]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        x = torch.randn(batch, 8192, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        loss = F.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del x, labels, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def conv3d_volume_infer(torch):
+    """A 3-D convolutional encoder on volumes, inference in fp16: 3 x 3 x 3 convolutions 1 -> 16 -> 32 -> 64 -> 128
+    with ReLU and stride-2 downsampling between, global average pooling and a linear head, run twice over batches
+    of (batch, side) (2, 160), (1, 192), (4, 128), (2, 176): first-level activations of 128 to 256 MiB. Recorded in
+    the thirty-second session as an unseen trace for the request-mix rule."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def level(a, b, stride):
+        return [nn.Conv3d(a, b, 3, stride=stride, padding=1), nn.ReLU()]
+
+    model = nn.Sequential(*level(1, 16, 1), *level(16, 32, 2), *level(32, 64, 2), *level(64, 128, 2),
+                          nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(128, 10))
+    shapes = [(2, 160), (1, 192), (4, 128), (2, 176)]
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, side in shapes:
+                volume = torch.randn(batch, 1, side, side, side, device="cuda", generator=gen, dtype=torch.float16)
+                out = model(volume)
+                checksum += float(out.float().sum().item())
+                del volume, out
+    del model
+    return {"checksum": checksum}
+
+
+def naive_attention_infer(torch):
+    """Self-attention with its scores materialized, in plain torch, fp16, inference: a 4-layer block stack (1,024
+    wide, 16 heads, the softmax of Q K^T taken explicitly, then a 4,096-wide MLP) over batches of (batch, tokens)
+    (2, 2048), (1, 4096), (2, 3072), (1, 6144): score matrices of 256 MiB to 1.1 GiB per layer. Recorded in the
+    thirty-second session as an unseen trace for the request-mix rule."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    width, heads, layers = 1024, 16, 4
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+
+        def forward(self, x):
+            batch, tokens, _ = x.shape
+            q, k, v = self.qkv(self.norm1(x)).view(batch, tokens, 3, heads, -1).permute(2, 0, 3, 1, 4)
+            scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+            attention = scores.softmax(-1)
+            del scores
+            x = x + self.out((attention @ v).transpose(1, 2).reshape(batch, tokens, width))
+            return x + self.mlp(self.norm2(x))
+
+    model = nn.Sequential(*[Block() for _ in range(layers)])
+    shapes = [(2, 2048), (1, 4096), (2, 3072), (1, 6144)]
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for batch, tokens in shapes:
+            x = torch.randn(batch, tokens, width, device="cuda", generator=gen, dtype=torch.float16)
+            out = model(x)
+            checksum += float(out.float().mean().item())
+            del x, out
+    del model
+    return {"checksum": checksum}
+
+
+def kmeans_chunked_fit(torch):
+    """k-means in plain torch, fp32: 1,048,576 points in 64 dimensions (256 MiB) around 1,024 centroids, 8 Lloyd
+    iterations, the distances taken 131,072 points at a time (512 MiB per chunk, with its argmin), the centroids
+    updated by `index_add_`. Recorded in the thirty-second session as an unseen trace for the request-mix rule."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    points, dims, k, chunk = 1 << 20, 64, 1024, 1 << 17
+    start_recording(torch)
+    x = torch.randn(points, dims, device="cuda", generator=gen)
+    centroids = x[torch.randperm(points, device="cuda", generator=gen)[:k]].clone()
+    inertia = []
+    for _ in range(8):
+        labels = torch.empty(points, dtype=torch.long, device="cuda")
+        total = 0.0
+        for start in range(0, points, chunk):
+            part = x[start:start + chunk]
+            distances = torch.cdist(part, centroids).square()
+            best, labels[start:start + chunk] = distances.min(1)
+            total += float(best.sum().item())
+            del part, distances, best
+        sums = torch.zeros_like(centroids).index_add_(0, labels, x)
+        counts = torch.bincount(labels, minlength=k).clamp_min(1).unsqueeze(1)
+        centroids = sums / counts
+        inertia.append(total)
+        del labels, sums, counts
+    del x, centroids
+    return {"inertia": inertia}
+
+
+def embedding_table_train(torch):
+    """A recommender's embedding table in plain torch, fp32: 2,000,000 x 256 (1.9 GiB; dense gradients and AdamW's
+    states of the same size), looked up 32 ids per sample, the bags summed, a 3-layer MLP (256 -> 1,024 -> 1,024 ->
+    1) on top, trained 4 steps on batches of 16,384 to 65,536 samples (gathered rows of 0.5 to 2 GiB). Recorded in
+    the thirty-second session as an unseen trace for the request-mix rule."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    rows, width, per_sample = 2_000_000, 256, 32
+    table = nn.Embedding(rows, width)
+    head = nn.Sequential(nn.Linear(width, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1))
+    batches = [16384, 65536, 32768, 49152]
+    start_recording(torch)
+    table, head = table.cuda(), head.cuda()
+    opt = torch.optim.AdamW(list(table.parameters()) + list(head.parameters()), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        ids = torch.randint(0, rows, (batch, per_sample), device="cuda", generator=gen)
+        target = torch.rand(batch, 1, device="cuda", generator=gen)
+        loss = F.binary_cross_entropy_with_logits(head(table(ids).sum(1)), target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, target, loss
+    del table, head, opt
+    return {"batches": batches, "losses": losses}
+
+
+def sr_conv_half_infer(torch):
+    """A small super-resolution network in fp16, inference: a 3 x 3 convolution to 64 channels, 6 residual blocks of
+    two 3 x 3 convolutions, and a 2x pixel-shuffle upsampler, on batches of (batch, side) (2, 768), (1, 1024),
+    (3, 640), (2, 896), twice: activations of 75 to 200 MiB. Recorded in the thirty-second session as an unseen trace
+    for the request-mix rule (a heap of about a gigabyte whose requests are large)."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1))
+
+        def forward(self, x):
+            return x + self.body(x)
+
+    model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), *[Residual() for _ in range(6)],
+                          nn.Conv2d(64, 3 * 4, 3, padding=1), nn.PixelShuffle(2))
+    return infer_images(torch, model, [(2, 768), (1, 1024), (3, 640), (2, 896)], lambda m: m.cuda().half().eval(),
+                        image_score)
+
+
+def fft_filter_small_infer(torch):
+    """Frequency-domain filtering in plain torch, fp32: 12 rounds of 4 images of 1,024 x 1,024 through `rfft2`, a
+    Gaussian low-pass and `irfft2` (spectra of 16 MiB, images of 16 MiB), with the filter rebuilt each round: a
+    heap of a few hundred megabytes whose requests are mostly 16 MiB. Recorded in the thirty-second session as an
+    unseen trace for the request-mix rule (a small heap)."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    side, batch = 1024, 4
+    start_recording(torch)
+    checksum = 0.0
+    for round_ in range(12):
+        images = torch.randn(batch, side, side, device="cuda", generator=gen)
+        fy = torch.fft.fftfreq(side, device="cuda").square().unsqueeze(1)
+        fx = torch.fft.rfftfreq(side, device="cuda").square().unsqueeze(0)
+        low_pass = torch.exp(-(fy + fx) / (2 * (0.02 + 0.01 * (round_ % 4)) ** 2))
+        filtered = torch.fft.irfft2(torch.fft.rfft2(images) * low_pass, s=(side, side))
+        checksum += float(filtered.std().item())
+        del images, fy, fx, low_pass, filtered
+    return {"checksum": checksum}
+
+
+def small_decoder_train(torch):
+    """`train_decoder_lm` at 512 wide, 6 layers, 8 heads (a 32,000-token vocabulary), AdamW, 8 steps of (batch,
+    tokens) from (16, 128) to (2, 1024): a heap of mostly smaller requests. Recorded in the thirty-second session as
+    an unseen trace for the request-mix rule."""
+    steps = [(8, 256), (16, 128), (4, 512), (8, 384), (16, 256), (2, 1024), (8, 256), (12, 192)]
+    return train_decoder_lm(torch, 512, 6, 8, steps, lambda params: torch.optim.AdamW(params, lr=1e-3))
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -6762,7 +6967,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      bert_tiny_ner_infer, inception_v3_half_infer, swin_t_train_mid,
                                      efficientnet_b3_train_mid, mamba_small_generate, segformer_infer,
                                      retinanet_infer, bert_large_mlm_train_mid, convnext_base_train_mid,
-                                     gpt2_medium_beam_generate)}
+                                     gpt2_medium_beam_generate, wide_mlp_train, conv3d_volume_infer,
+                                     naive_attention_infer, kmeans_chunked_fit, embedding_table_train,
+                                     sr_conv_half_infer, fft_filter_small_infer, small_decoder_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,

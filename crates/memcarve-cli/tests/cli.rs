@@ -319,10 +319,36 @@ fn config_file_becomes_a_policy() {
         default_and_config(&config, "[virtual_heap]\ntiers = []\n", trace("tiny_expandable_segments.pickle"));
     assert_eq!((pages(&none), ops(&none)), (pages(&default), ops(&default)));
 
+    // A tier with a `request_mix` rule and no threshold opens once the heap has allocated 256 MiB if requests of
+    // 32 MiB or more made the share asked of those bytes: tiny_expandable_segments' 300 MiB request makes about
+    // 0.94 of them (the tier opens, and its requests after that are mapped in 8 MiB pages); asked for 0.99, the rule
+    // is spent and the heap replays as with no tiers.
+    let mixed = |share: f64| {
+        format!(
+            "[virtual_heap]\n[[virtual_heap.tiers]]\npage_size = 8388608\nrequest_mix = {{ decided_after_bytes = \
+             268435456, large_request_bytes = 33554432, min_large_share = {share} }}\n"
+        )
+    };
+    let (default, opened) =
+        default_and_config(&config, &mixed(0.9), trace("tiny_expandable_segments.pickle"));
+    assert!(pages(&opened) != pages(&default) && ops(&opened) > ops(&default), "{default} {opened}");
+    let (default, spent) =
+        default_and_config(&config, &mixed(0.99), trace("tiny_expandable_segments.pickle"));
+    assert_eq!((pages(&spent), ops(&spent)), (pages(&default), ops(&default)));
+
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [
         ("page_size = 3145728", "page size must be a power of two"),
         ("[[virtual_heap.tiers]]\nopens_at_bytes = 1\npage_size = 3145728", "tiers need power-of-two pages"),
+        (
+            "[[virtual_heap.tiers]]\npage_size = 8388608",
+            "a tier needs opens_at_bytes, a request_mix, or both",
+        ),
+        (
+            "[[virtual_heap.tiers]]\npage_size = 8388608\nrequest_mix = { decided_after_bytes = 1, \
+             large_request_bytes = 1, min_large_share = 2.0 }",
+            "a request-mix rule belongs to the first tier",
+        ),
         ("slack = -0.5", "slack must be a number of 0 or more"),
         ("max_ahead_fraction = nan", "max_ahead_fraction must be a number of 0 or more"),
         ("spare_until_allocated = -1.0", "spare_until_allocated must be a number of 0 or more"),

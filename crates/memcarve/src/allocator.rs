@@ -584,18 +584,25 @@ impl<D: Device> Allocator<D> {
                 });
             }
             // Each tier's pages larger than the tier's before it, and its threshold higher (tiers with pages no
-            // larger than the heap's are left out when it is made).
+            // larger than the heap's are left out when it is made); the first tier alone may have a request-mix
+            // rule, and with one it may have no threshold (`u64::MAX`), which the others' need not exceed.
             let mut below = (1, 0);
-            for tier in &heap.tiers {
+            for (index, tier) in heap.tiers.iter().enumerate() {
+                let by_rule_only = tier.opens_at_bytes == u64::MAX && tier.request_mix.is_some();
                 if !tier.page_size.is_power_of_two()
                     || tier.page_size <= below.0
-                    || tier.opens_at_bytes <= below.1
+                    || (!by_rule_only && tier.opens_at_bytes <= below.1)
                 {
                     return Err(Error::InvalidConfig {
                         reason: "the virtual heap's tiers need power-of-two pages and thresholds that grow tier by tier",
                     });
                 }
-                below = (tier.page_size, tier.opens_at_bytes);
+                if tier.request_mix.is_some_and(|rule| index > 0 || !rule.is_valid()) {
+                    return Err(Error::InvalidConfig {
+                        reason: "a request-mix rule belongs to the first tier, with positive sizes and a share in [0, 1]",
+                    });
+                }
+                below = (tier.page_size, if by_rule_only { below.1 } else { tier.opens_at_bytes });
             }
         }
         let max_block = properties.limits.max_allocation_size;

@@ -23,20 +23,61 @@ const TIER_ID_SHIFT: u32 = 28;
 
 /// A tier of a virtual heap past the first (see
 /// [`VirtualHeapConfig::with_tiers`](crate::VirtualHeapConfig::with_tiers)): its page size and the committed
-/// bytes (all tiers together) at which it opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// bytes (all tiers together) at which it opens, or, for the first of them, a rule that decides early by the
+/// sizes of the heap's requests.
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct HeapTier {
-    /// Committed bytes of the heap (every tier) at which this tier opens.
+    /// Committed bytes of the heap (every tier) at which this tier opens (`u64::MAX`: only by `request_mix`).
     pub opens_at_bytes: u64,
     /// Its page size: a power of two, larger than the tier's below it.
     pub page_size: u64,
+    /// For the first tier past the heap's own: opens it early when large requests dominate.
+    pub request_mix: Option<RequestMix>,
 }
 
 impl HeapTier {
     /// A tier of `page_size` pages, opened at `opens_at_bytes` committed.
     pub fn new(opens_at_bytes: u64, page_size: u64) -> HeapTier {
-        HeapTier { opens_at_bytes, page_size }
+        HeapTier { opens_at_bytes, page_size, request_mix: None }
+    }
+
+    /// The same tier, also opened early by `rule`.
+    pub fn with_request_mix(mut self, rule: RequestMix) -> HeapTier {
+        self.request_mix = Some(rule);
+        self
+    }
+}
+
+/// A rule that opens a heap's first tier of larger pages early, by what the heap has been asked for: once it has
+/// allocated `decided_after_bytes` (freed or not), the tier opens if requests of at least `large_request_bytes`
+/// made at least `min_large_share` of those bytes; otherwise the rule is spent (the tier still opens at its
+/// `opens_at_bytes`, and one that has none is left out). A heap whose bytes go to large requests loses little to
+/// larger pages' rounding and replays faster (fewer pages to book), and deciding early, while little is
+/// committed, keeps the move onto the tier cheap in driver calls. O(1) per allocation until it decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct RequestMix {
+    /// Bytes allocated (every request placed so far) when the rule decides.
+    pub decided_after_bytes: u64,
+    /// Requests of at least this many bytes count as large.
+    pub large_request_bytes: u64,
+    /// Share of the allocated bytes, in `[0, 1]`, that large requests must have made.
+    pub min_large_share: f64,
+}
+
+impl RequestMix {
+    /// Decides after `decided_after_bytes` allocated: large requests (at least `large_request_bytes`) must have
+    /// made `min_large_share` of them.
+    pub fn new(decided_after_bytes: u64, large_request_bytes: u64, min_large_share: f64) -> RequestMix {
+        RequestMix { decided_after_bytes, large_request_bytes, min_large_share }
+    }
+
+    /// Whether the rule's figures make sense: positive byte counts and a share in `[0, 1]`.
+    pub(crate) fn is_valid(&self) -> bool {
+        self.decided_after_bytes > 0
+            && self.large_request_bytes > 0
+            && (0.0..=1.0).contains(&self.min_large_share)
     }
 }
 
@@ -63,6 +104,9 @@ pub(crate) struct TieredHeap<V: VirtualMemory> {
     pending: Vec<PageEvent>,
     /// Tiers whose opening the page records have told (the first one needs no telling).
     announced: usize,
+    /// The first planned tier's [`RequestMix`] while it has not decided, and the bytes of large requests so far.
+    deciding: Option<RequestMix>,
+    large_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -98,6 +142,8 @@ impl<V: VirtualMemory> TieredHeap<V> {
             upper: Vec::new(),
             next_opens_at: opens_at(&plan, 1),
             span,
+            deciding: plan.first().and_then(|tier| tier.request_mix),
+            large_bytes: 0,
             plan,
             memory_type,
             config: config.clone(),
@@ -249,6 +295,14 @@ impl<V: VirtualMemory> TieredHeap<V> {
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
         if self.upper.is_empty() {
             let placed = self.first.allocate(vm, size, alignment, may_commit)?;
+            if let Some(rule) = self.deciding
+                && placed.is_some()
+            {
+                self.large_bytes += if size >= rule.large_request_bytes { size } else { 0 };
+                if self.first.allocated_bytes() >= rule.decided_after_bytes {
+                    self.decide(vm, rule);
+                }
+            }
             if self.first.committed_bytes() >= self.next_opens_at {
                 self.open_next(vm);
             }
@@ -292,6 +346,26 @@ impl<V: VirtualMemory> TieredHeap<V> {
             self.open_next(vm);
         }
         Ok(Some(placement))
+    }
+
+    /// The first planned tier's [`RequestMix`] decides (the heap has allocated its bytes): the tier opens now, or
+    /// the rule is spent.
+    #[cold]
+    #[inline(never)]
+    fn decide(&mut self, vm: &V, rule: RequestMix) {
+        self.deciding = None;
+        let allocated = self.first.allocated_bytes();
+        if self.large_bytes as f64 >= rule.min_large_share * allocated as f64 {
+            self.open_next(vm);
+            return;
+        }
+        if self.plan[0].opens_at_bytes == u64::MAX {
+            // Only the rule would have opened it.
+            self.plan.remove(0);
+        } else {
+            self.plan[0].request_mix = None;
+        }
+        self.next_opens_at = opens_at(&self.plan, 1);
     }
 
     /// Opens the next tier (the committed bytes reached its threshold); a reservation the device refuses leaves

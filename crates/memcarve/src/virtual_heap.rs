@@ -31,7 +31,7 @@ use memcarve_core::{Handle, ResourceClass, VirtualBlock, VirtualBlockConfig};
 
 use crate::device::{DeviceError, VirtualMemory};
 use crate::diagnostics::{AllocationMeta, Leak};
-pub use crate::heap_tiers::HeapTier;
+pub use crate::heap_tiers::{HeapTier, RequestMix};
 
 /// What a release policy sees when it decides how much empty committed memory to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -350,9 +350,15 @@ impl VirtualHeapConfig {
     /// of the time (a third of what is left is giving back the first tier's pages) and replayed 1.20 × as fast.
     /// Tiers from 4 GiB would cut the estimated driver time of all 197 from 22.5 to 16.3 s, but put eight heaps
     /// of 4 to 16 GiB over their operation limits (docs/BENCHMARKS.md, "Thirtieth session").
+    /// The first tier may also open early by a [`RequestMix`] rule (`HeapTier::with_request_mix`, not in the
+    /// default): a heap whose bytes go to large requests moves onto larger pages while little is committed. On the
+    /// 211 H200 traces, 8 MiB pages once 512 MiB are allocated, if requests of 32 MiB or more made 95 % of them,
+    /// open on 14 heaps, replay four of the heaps of 5 to 11 GiB that miss the goal's throughput 1.16 to 1.39 ×
+    /// as fast, and put one more trace over its operation limit (docs/BENCHMARKS.md, "Thirty-second session").
     /// [`Allocator::new`](crate::Allocator::new) refuses page sizes that are not powers of two growing from tier
-    /// to tier, and thresholds that do not grow; tiers whose pages are no larger than the heap's page size are
-    /// left out.
+    /// to tier, thresholds that do not grow (a first tier opened only by its rule has `u64::MAX`, which the others'
+    /// need not exceed), and rules on other tiers or with figures that make no sense; tiers whose pages are no
+    /// larger than the heap's page size are left out.
     pub fn with_tiers(mut self, tiers: Vec<HeapTier>) -> VirtualHeapConfig {
         self.tiers = tiers;
         self

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use memcarve::virtual_heap::{HeapTier, PeakSlack, ReleaseImmediately, ReleasePolicy, RetainEmpty};
+use memcarve::virtual_heap::{
+    HeapTier, PeakSlack, ReleaseImmediately, ReleasePolicy, RequestMix, RetainEmpty,
+};
 use memcarve::{AllocationSizes, AllocatorConfig, VirtualHeapConfig};
 use memcarve_trace::Event;
 use memcarve_trace::replay::{Placement, Policy, ReplayResult, Replayer, policies, policy};
@@ -106,10 +108,38 @@ struct VirtualHeapFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TierFile {
-    /// Committed bytes of the heap at which the tier opens.
-    opens_at_bytes: u64,
+    /// Committed bytes of the heap at which the tier opens (absent: only by `request_mix`).
+    opens_at_bytes: Option<u64>,
     /// The tier's page size.
     page_size: u64,
+    /// For the first tier: opened early when large requests dominate (`VirtualHeapConfig`'s `RequestMix`).
+    request_mix: Option<RequestMixFile>,
+}
+
+/// A tier's `request_mix` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestMixFile {
+    decided_after_bytes: u64,
+    large_request_bytes: u64,
+    min_large_share: f64,
+}
+
+impl TierFile {
+    fn tier(&self) -> Result<HeapTier> {
+        let Some(opens_at) = self.opens_at_bytes.or(self.request_mix.as_ref().map(|_| u64::MAX)) else {
+            bail!("a tier needs opens_at_bytes, a request_mix, or both");
+        };
+        let tier = HeapTier::new(opens_at, self.page_size);
+        Ok(match &self.request_mix {
+            Some(rule) => tier.with_request_mix(RequestMix::new(
+                rule.decided_after_bytes,
+                rule.large_request_bytes,
+                rule.min_large_share,
+            )),
+            None => tier,
+        })
+    }
 }
 
 fn config_policy(path: &PathBuf) -> Result<Policy> {
@@ -150,9 +180,9 @@ fn config_policy(path: &PathBuf) -> Result<Policy> {
             heap_config = heap_config.with_page_size(bytes);
         }
         if let Some(tiers) = &heap.tiers {
-            heap_config = heap_config.with_tiers(
-                tiers.iter().map(|tier| HeapTier::new(tier.opens_at_bytes, tier.page_size)).collect(),
-            );
+            let tiers = tiers.iter().map(TierFile::tier).collect::<Result<Vec<_>>>();
+            heap_config =
+                heap_config.with_tiers(tiers.with_context(|| format!("{}: [virtual_heap]", path.display()))?);
         }
         let release = release_policy(&heap).with_context(|| format!("{}: [virtual_heap]", path.display()))?;
         heap_config = heap_config.with_release(release);

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use memcarve::backends::host::{
     FaultInjection, HostConfig, HostDevice, HostMode, MemoryProfile, RandomFailure,
 };
-use memcarve::virtual_heap::{HeapTier, PeakSlack, ReleaseImmediately, RetainEmpty, VirtualHeapStats};
+use memcarve::virtual_heap::{
+    HeapTier, PageEvent, PeakSlack, ReleaseImmediately, RequestMix, RetainEmpty, VirtualHeapStats,
+};
 use memcarve::{AllocationDesc, Allocator, AllocatorConfig, Error, MemoryLocation, VirtualHeapConfig};
 
 use crate::rng::Rng;
@@ -283,6 +285,85 @@ fn tiers_open_as_the_heap_grows_and_the_lower_ones_empty_into_the_top_one() {
         vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(192 * MIB, 8 * MIB)],
         vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(64 * MIB, 32 * MIB)],
         vec![HeapTier::new(64 * MIB, 12 * MIB)],
+    ] {
+        let config =
+            AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_tiers(bad));
+        let device =
+            Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
+        let made = Allocator::new(device, config);
+        assert!(matches!(made, Err(Error::InvalidConfig { .. })), "{made:?}");
+    }
+}
+
+/// A tier with a request-mix rule opens once the heap has allocated the rule's bytes, if large requests made the
+/// rule's share of them; otherwise the rule is spent, a tier with no threshold of its own is left out, and the
+/// next tier opens at its threshold as usual. Rules elsewhere than on the first tier, or with figures that make no
+/// sense, are refused.
+#[test]
+fn a_request_mix_rule_opens_the_first_tier_early_only_where_large_requests_dominate() {
+    let rule = RequestMix::new(64 * MIB, 16 * MIB, 0.9);
+    let tiers =
+        || vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(rule), HeapTier::new(192 * MIB, 32 * MIB)];
+    let config = || VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers());
+    let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
+
+    // Large requests, freed as they go: the rule decides at the allocation that reaches 64 MiB allocated (the
+    // fourth of 20 MiB), and the next one goes to the tier of 8 MiB pages.
+    let (device, allocator) = virtual_allocator(HostMode::Simulated, config());
+    let mut placed = Vec::new();
+    for _ in 0..4 {
+        let allocation = allocator.allocate(&desc(20 * MIB)).unwrap();
+        assert!(allocation.offset() < 1 << 30, "the first tier's range");
+        placed.push(allocation);
+    }
+    let memory_type = placed[0].memory_type();
+    assert_eq!(allocator.virtual_heap_stats(memory_type).unwrap().tiers, 2);
+    let next = allocator.allocate(&desc(20 * MIB)).unwrap();
+    assert!(next.offset() >= 1 << 30 && next.offset() < 2 << 30, "{}", next.offset());
+    allocator.check().unwrap();
+    for allocation in placed.into_iter().chain([next]) {
+        allocator.free(allocation).unwrap();
+    }
+    allocator.trim_empty_blocks();
+    assert_eq!(device.counters().committed_bytes, 0);
+
+    // Mostly small requests (large ones 20 MiB of every 36): past 64 MiB allocated the rule is spent and its
+    // tier left out; at 192 MiB committed the heap opens the tier of 32 MiB pages, as its second.
+    let (_device, allocator) = virtual_allocator(HostMode::Simulated, config());
+    allocator.record_page_events(true);
+    let mut live = Vec::new();
+    while allocator.virtual_heap_stats(1).is_none_or(|stats| stats.allocated_bytes < 64 * MIB) {
+        live.push(allocator.allocate(&desc(20 * MIB)).unwrap());
+        for _ in 0..4 {
+            live.push(allocator.allocate(&desc(4 * MIB)).unwrap());
+        }
+    }
+    let memory_type = live[0].memory_type();
+    assert_eq!(allocator.virtual_heap_stats(memory_type).unwrap().tiers, 1);
+    while allocator.virtual_heap_stats(memory_type).unwrap().committed_bytes < 192 * MIB {
+        live.push(allocator.allocate(&desc(4 * MIB)).unwrap());
+    }
+    assert!(live.iter().all(|a| a.offset() < 1 << 30), "no tier opened before 192 MiB committed");
+    let top = allocator.allocate(&desc(4 * MIB)).unwrap();
+    let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+    assert_eq!(stats.tiers, 2);
+    assert!(top.offset() >= 1 << 30 && top.offset() < 2 << 30, "{}", top.offset());
+    let opened: Vec<u64> = allocator
+        .take_page_events(memory_type)
+        .into_iter()
+        .filter_map(|record| match record.event {
+            PageEvent::Tier { page_size, .. } => Some(page_size),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(opened, [32 * MIB], "{stats:?}");
+    allocator.check().unwrap();
+
+    // Refused: a rule on a tier other than the first, a share past 1, no bytes to decide after.
+    for bad in [
+        vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(192 * MIB, 32 * MIB).with_request_mix(rule)],
+        vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(RequestMix::new(64 * MIB, 16 * MIB, 1.5))],
+        vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(RequestMix::new(0, 16 * MIB, 0.5))],
     ] {
         let config =
             AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_tiers(bad));
