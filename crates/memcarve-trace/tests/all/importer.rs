@@ -508,6 +508,21 @@ fn thirty_first_session_second_recordings_match_an_independent_walk_and_the_reco
     check_recorded("convnext_base_train_mid.pickle.gz", (15_943, 13_120.3, 15_894.0, 1.211), 300, 3);
 }
 
+/// The thirty-second session's recordings (2026-12-04 13:19-13:20 UTC), unseen, written to judge a rule for larger
+/// pages by the mix of request sizes: five heaps of large requests (1.3 to 12 GiB, 158 to 1,122 allocations), one of
+/// about a gigabyte, a small one of 16 MiB requests and a decoder of smaller ones.
+#[test]
+fn thirty_second_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("wide_mlp_train.pickle.gz", (231, 8_186.2, 8_754.0, 1.069), 24, 3);
+    check_recorded("conv3d_volume_infer.pickle.gz", (158, 886.3, 2_498.0, 2.819), 10, 2);
+    check_recorded("naive_attention_infer.pickle.gz", (430, 2_493.1, 5_262.0, 2.111), 24, 2);
+    check_recorded("kmeans_chunked_fit.pickle.gz", (1_122, 1_320.2, 1_408.0, 1.066), 10, 1);
+    check_recorded("embedding_table_train.pickle.gz", (232, 12_279.1, 15_608.0, 1.271), 16, 3);
+    check_recorded("sr_conv_half_infer.pickle.gz", (440, 990.1, 1_888.0, 1.907), 9, 0);
+    check_recorded("fft_filter_small_infer.pickle.gz", (192, 66.1, 92.0, 1.392), 6, 0);
+    check_recorded("small_decoder_train.pickle.gz", (4_573, 2_668.9, 4_572.0, 1.713), 51, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
