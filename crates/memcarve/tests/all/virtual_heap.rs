@@ -25,6 +25,12 @@ fn virtual_allocator(
     (device, allocator)
 }
 
+/// What `Allocator::new` makes of `heap` on a simulated H200: for the tests of settings it must refuse.
+fn made_with(heap: VirtualHeapConfig) -> Result<Allocator<Arc<HostDevice>>, Error> {
+    let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
+    Allocator::new(device, AllocatorConfig::default().with_virtual_heap(heap))
+}
+
 /// A simulated heap for the randomized tests: a small reservation (the checker walks every page) and little slack
 /// with no floor of spare pages, so that requests often find no ready pages.
 fn tight_allocator() -> (Arc<HostDevice>, Allocator<Arc<HostDevice>>) {
@@ -199,11 +205,7 @@ fn the_heap_maps_commits_and_gives_back_pages_of_the_configured_size() {
 
     // A page size the device cannot map is refused when the allocator is made, as a typed error.
     for bad in [3 * MIB, MIB, 0] {
-        let config =
-            AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_page_size(bad));
-        let device =
-            Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
-        let made = Allocator::new(device, config);
+        let made = made_with(VirtualHeapConfig::default().with_page_size(bad));
         assert!(matches!(made, Err(Error::InvalidConfig { .. })), "page size {bad}: {made:?}");
     }
 }
@@ -286,11 +288,7 @@ fn tiers_open_as_the_heap_grows_and_the_lower_ones_empty_into_the_top_one() {
         vec![HeapTier::new(64 * MIB, 8 * MIB), HeapTier::new(64 * MIB, 32 * MIB)],
         vec![HeapTier::new(64 * MIB, 12 * MIB)],
     ] {
-        let config =
-            AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_tiers(bad));
-        let device =
-            Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
-        let made = Allocator::new(device, config);
+        let made = made_with(VirtualHeapConfig::default().with_tiers(bad));
         assert!(matches!(made, Err(Error::InvalidConfig { .. })), "{made:?}");
     }
 }
@@ -365,11 +363,7 @@ fn a_request_mix_rule_opens_the_first_tier_early_only_where_large_requests_domin
         vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(RequestMix::new(64 * MIB, 16 * MIB, 1.5))],
         vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(RequestMix::new(0, 16 * MIB, 0.5))],
     ] {
-        let config =
-            AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default().with_tiers(bad));
-        let device =
-            Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
-        let made = Allocator::new(device, config);
+        let made = made_with(VirtualHeapConfig::default().with_tiers(bad));
         assert!(matches!(made, Err(Error::InvalidConfig { .. })), "{made:?}");
     }
 }
