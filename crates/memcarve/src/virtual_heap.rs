@@ -354,7 +354,9 @@ impl VirtualHeapConfig {
     /// default): a heap whose bytes go to large requests moves onto larger pages while little is committed. On the
     /// 211 H200 traces, 8 MiB pages once 512 MiB are allocated, if requests of 32 MiB or more made 95 % of them,
     /// open on 14 heaps, replay four of the heaps of 5 to 11 GiB that miss the goal's throughput 1.16 to 1.39 ×
-    /// as fast, and put one more trace over its operation limit (docs/BENCHMARKS.md, "Thirty-second session").
+    /// as fast, and put one more trace over its operation limit; of eight traces recorded afterwards to judge it,
+    /// they open on four, replay the two large ones 1.5 × as fast, and put the two of about 1 GiB over their
+    /// limits, as moving onto the tier costs unmaps and mappings (docs/BENCHMARKS.md, "Thirty-second session").
     /// [`Allocator::new`](crate::Allocator::new) refuses page sizes that are not powers of two growing from tier
     /// to tier, thresholds that do not grow (a first tier opened only by its rule has `u64::MAX`, which the others'
     /// need not exceed), and rules on other tiers or with figures that make no sense; tiers whose pages are no
