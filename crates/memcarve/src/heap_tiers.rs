@@ -104,8 +104,7 @@ pub(crate) struct TieredHeap<V: VirtualMemory> {
     pending: Vec<PageEvent>,
     /// Tiers whose opening the page records have told (the first one needs no telling).
     announced: usize,
-    /// The first planned tier's [`RequestMix`] while it has not decided, and the bytes of large requests so far.
-    deciding: Option<RequestMix>,
+    /// Bytes of large requests so far, while the first planned tier's [`RequestMix`] has not decided.
     large_bytes: u64,
 }
 
@@ -142,7 +141,6 @@ impl<V: VirtualMemory> TieredHeap<V> {
             upper: Vec::new(),
             next_opens_at: opens_at(&plan, 1),
             span,
-            deciding: plan.first().and_then(|tier| tier.request_mix),
             large_bytes: 0,
             plan,
             memory_type,
@@ -295,7 +293,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
         if self.upper.is_empty() {
             let placed = self.first.allocate(vm, size, alignment, may_commit)?;
-            if let Some(rule) = self.deciding
+            if let Some(rule) = self.plan.first().and_then(|tier| tier.request_mix)
                 && placed.is_some()
             {
                 self.large_bytes += if size >= rule.large_request_bytes { size } else { 0 };
@@ -353,7 +351,8 @@ impl<V: VirtualMemory> TieredHeap<V> {
     #[cold]
     #[inline(never)]
     fn decide(&mut self, vm: &V, rule: RequestMix) {
-        self.deciding = None;
+        // Spent either way (a tier the device refuses is not asked for again).
+        self.plan[0].request_mix = None;
         let allocated = self.first.allocated_bytes();
         if self.large_bytes as f64 >= rule.min_large_share * allocated as f64 {
             self.open_next(vm);
@@ -362,8 +361,6 @@ impl<V: VirtualMemory> TieredHeap<V> {
         if self.plan[0].opens_at_bytes == u64::MAX {
             // Only the rule would have opened it.
             self.plan.remove(0);
-        } else {
-            self.plan[0].request_mix = None;
         }
         self.next_opens_at = opens_at(&self.plan, 1);
     }
