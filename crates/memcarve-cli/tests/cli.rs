@@ -319,22 +319,27 @@ fn config_file_becomes_a_policy() {
         default_and_config(&config, "[virtual_heap]\ntiers = []\n", trace("tiny_expandable_segments.pickle"));
     assert_eq!((pages(&none), ops(&none)), (pages(&default), ops(&default)));
 
-    // A tier with a `request_mix` rule and no threshold opens once the heap has allocated 256 MiB if requests of
-    // 32 MiB or more made the share asked of those bytes: tiny_expandable_segments' 300 MiB request makes about
-    // 0.94 of them (the tier opens, and its requests after that are mapped in 8 MiB pages); asked for 0.99, the rule
-    // is spent and the heap replays as with no tiers.
-    let mixed = |share: f64| {
+    // A tier with a `request_mix` rule and no threshold opens at the request that brings the heap's allocated
+    // bytes to 256 MiB if requests of 32 MiB or more made the share asked of those bytes: tiny_expandable_segments'
+    // 300 MiB request makes about 0.94 of them (the tier opens, and that request and those after it are mapped in
+    // 8 MiB pages); asked for 0.99, the rule is spent and the heap replays as with no tiers. So it is with
+    // `max_committed_bytes` below the 22 MiB the heap committed before that request.
+    let mixed = |share: f64, bound: &str| {
         format!(
             "[virtual_heap]\n[[virtual_heap.tiers]]\npage_size = 8388608\nrequest_mix = {{ decided_after_bytes = \
-             268435456, large_request_bytes = 33554432, min_large_share = {share} }}\n"
+             268435456, large_request_bytes = 33554432, min_large_share = {share}{bound} }}\n"
         )
     };
-    let (default, opened) =
-        default_and_config(&config, &mixed(0.9), trace("tiny_expandable_segments.pickle"));
-    assert!(pages(&opened) != pages(&default) && ops(&opened) > ops(&default), "{default} {opened}");
-    let (default, spent) =
-        default_and_config(&config, &mixed(0.99), trace("tiny_expandable_segments.pickle"));
-    assert_eq!((pages(&spent), ops(&spent)), (pages(&default), ops(&default)));
+    for bound in ["", ", max_committed_bytes = 1073741824"] {
+        let (default, opened) =
+            default_and_config(&config, &mixed(0.9, bound), trace("tiny_expandable_segments.pickle"));
+        assert!(pages(&opened) != pages(&default) && ops(&opened) > ops(&default), "{default} {opened}");
+    }
+    for (share, bound) in [(0.99, ""), (0.9, ", max_committed_bytes = 4194304")] {
+        let (default, spent) =
+            default_and_config(&config, &mixed(share, bound), trace("tiny_expandable_segments.pickle"));
+        assert_eq!((pages(&spent), ops(&spent)), (pages(&default), ops(&default)));
+    }
 
     // Settings that cannot apply are refused, not ignored.
     for (settings, says) in [

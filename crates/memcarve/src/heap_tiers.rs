@@ -49,28 +49,46 @@ impl HeapTier {
     }
 }
 
-/// A rule that opens a heap's first tier of larger pages early, by what the heap has been asked for: once it has
-/// allocated `decided_after_bytes` (freed or not), the tier opens if requests of at least `large_request_bytes`
-/// made at least `min_large_share` of those bytes; otherwise the rule is spent (the tier still opens at its
-/// `opens_at_bytes`, and one that has none is left out). A heap whose bytes go to large requests loses little to
-/// larger pages' rounding and replays faster (fewer pages to book), and deciding early, while little is
-/// committed, keeps the move onto the tier cheap in driver calls. O(1) per allocation until it decides.
+/// A rule that opens a heap's first tier of larger pages early, by what the heap has been asked for. It decides at
+/// the request that brings the bytes the heap has allocated (freed or not, that request included) to
+/// `decided_after_bytes`, before placing it: the tier opens, and takes that request, if requests of at least
+/// `large_request_bytes` made at least `min_large_share` of those bytes and the heap has committed at most
+/// `max_committed_bytes` so far; otherwise the rule is spent (the tier still opens at its `opens_at_bytes`, and one
+/// that has none is left out). A heap whose bytes go to large requests loses little to larger pages' rounding and
+/// replays faster (fewer pages to book). Moving costs driver calls in proportion to what the first tier holds (its
+/// pages are given back as they empty, and the new tier grows again): the bound keeps the move to heaps that have
+/// committed little, such as one whose first large request is the one deciding. O(1) per allocation until it
+/// decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RequestMix {
-    /// Bytes allocated (every request placed so far) when the rule decides.
+    /// Bytes allocated (every request placed so far, and the one deciding) when the rule decides.
     pub decided_after_bytes: u64,
     /// Requests of at least this many bytes count as large.
     pub large_request_bytes: u64,
     /// Share of the allocated bytes, in `[0, 1]`, that large requests must have made.
     pub min_large_share: f64,
+    /// The most the heap may have committed when the rule decides for the tier to open (`u64::MAX`: no bound).
+    pub max_committed_bytes: u64,
 }
 
 impl RequestMix {
-    /// Decides after `decided_after_bytes` allocated: large requests (at least `large_request_bytes`) must have
-    /// made `min_large_share` of them.
+    /// Decides at `decided_after_bytes` allocated: large requests (at least `large_request_bytes`) must have made
+    /// `min_large_share` of them. No bound on the bytes committed by then (see
+    /// [`RequestMix::with_max_committed_bytes`]).
     pub fn new(decided_after_bytes: u64, large_request_bytes: u64, min_large_share: f64) -> RequestMix {
-        RequestMix { decided_after_bytes, large_request_bytes, min_large_share }
+        RequestMix {
+            decided_after_bytes,
+            large_request_bytes,
+            min_large_share,
+            max_committed_bytes: u64::MAX,
+        }
+    }
+
+    /// The same rule, opening the tier only if the heap has committed at most `bytes` when it decides.
+    pub fn with_max_committed_bytes(mut self, bytes: u64) -> RequestMix {
+        self.max_committed_bytes = bytes;
+        self
     }
 
     /// Whether the rule's figures make sense: positive byte counts and a share in `[0, 1]`.
@@ -292,21 +310,43 @@ impl<V: VirtualMemory> TieredHeap<V> {
         may_commit: bool,
     ) -> Result<Option<VirtualPlacement>, DeviceError> {
         if self.upper.is_empty() {
-            let placed = self.first.allocate(vm, size, alignment, may_commit)?;
-            if let Some(rule) = self.plan.first().and_then(|tier| tier.request_mix)
-                && placed.is_some()
-            {
-                self.large_bytes += if size >= rule.large_request_bytes { size } else { 0 };
-                if self.first.allocated_bytes() >= rule.decided_after_bytes {
-                    self.decide(vm, rule);
-                }
+            if let Some(rule) = self.plan.first().and_then(|tier| tier.request_mix) {
+                return self.allocate_under_rule(vm, rule, size, alignment, may_commit);
             }
+            let placed = self.first.allocate(vm, size, alignment, may_commit)?;
             if self.first.committed_bytes() >= self.next_opens_at {
                 self.open_next(vm);
             }
             return Ok(placed);
         }
         self.allocate_in_tiers(vm, size, alignment, may_commit)
+    }
+
+    /// [`TieredHeap::allocate`] in one tier while the first planned tier's [`RequestMix`] has not decided: the
+    /// request that brings the allocated bytes to its threshold decides before it is placed.
+    #[inline(never)]
+    fn allocate_under_rule(
+        &mut self,
+        vm: &V,
+        rule: RequestMix,
+        size: u64,
+        alignment: u64,
+        may_commit: bool,
+    ) -> Result<Option<VirtualPlacement>, DeviceError> {
+        let large = if size >= rule.large_request_bytes { size } else { 0 };
+        if self.first.allocated_bytes().saturating_add(size) >= rule.decided_after_bytes
+            && self.decide(vm, rule, size, large)
+        {
+            return self.allocate_in_tiers(vm, size, alignment, may_commit);
+        }
+        let placed = self.first.allocate(vm, size, alignment, may_commit)?;
+        if placed.is_some() {
+            self.large_bytes += large;
+        }
+        if self.first.committed_bytes() >= self.next_opens_at {
+            self.open_next(vm);
+        }
+        Ok(placed)
     }
 
     /// [`TieredHeap::allocate`] with more than one tier open.
@@ -346,23 +386,27 @@ impl<V: VirtualMemory> TieredHeap<V> {
         Ok(Some(placement))
     }
 
-    /// The first planned tier's [`RequestMix`] decides (the heap has allocated its bytes): the tier opens now, or
-    /// the rule is spent.
+    /// The first planned tier's [`RequestMix`] decides, before placing the request of `size` bytes (`large` of them
+    /// counting as large) that brings the heap's allocated bytes to its threshold: the tier opens now (true: the
+    /// request goes to it), or the rule is spent.
     #[cold]
     #[inline(never)]
-    fn decide(&mut self, vm: &V, rule: RequestMix) {
+    fn decide(&mut self, vm: &V, rule: RequestMix, size: u64, large: u64) -> bool {
         // Spent either way (a tier the device refuses is not asked for again).
         self.plan[0].request_mix = None;
-        let allocated = self.first.allocated_bytes();
-        if self.large_bytes as f64 >= rule.min_large_share * allocated as f64 {
+        let allocated = self.first.allocated_bytes().saturating_add(size);
+        let dominated = (self.large_bytes + large) as f64 >= rule.min_large_share * allocated as f64;
+        if dominated && self.first.committed_bytes() <= rule.max_committed_bytes {
+            // A tier the device refuses leaves the heap in one tier, as `open_next` says.
             self.open_next(vm);
-            return;
+            return !self.upper.is_empty();
         }
         if self.plan[0].opens_at_bytes == u64::MAX {
             // Only the rule would have opened it.
             self.plan.remove(0);
         }
         self.next_opens_at = opens_at(&self.plan, 1);
+        false
     }
 
     /// Opens the next tier (the committed bytes reached its threshold); a reservation the device refuses leaves

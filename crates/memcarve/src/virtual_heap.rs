@@ -357,6 +357,10 @@ impl VirtualHeapConfig {
     /// as fast, and put one more trace over its operation limit; of eight traces recorded afterwards to judge it,
     /// they open on four, replay the two large ones 1.5 × as fast, and put the two of about 1 GiB over their
     /// limits, as moving onto the tier costs unmaps and mappings (docs/BENCHMARKS.md, "Thirty-second session").
+    /// A rule decides at the request that reaches its threshold, before placing it, and may be bounded by what the
+    /// heap has committed by then ([`RequestMix::with_max_committed_bytes`]): with 128 MiB, the same rule opens on
+    /// six of the 219 traces, none over a limit, and replays embedding_table_train 1.76 ×, wide_mlp_train 1.62 ×
+    /// and vocab_250k_chunked_train 1.44 × as fast (docs/BENCHMARKS.md, "Thirty-third session").
     /// [`Allocator::new`](crate::Allocator::new) refuses page sizes that are not powers of two growing from tier
     /// to tier, thresholds that do not grow (a first tier opened only by its rule has `u64::MAX`, which the others'
     /// need not exceed), and rules on other tiers or with figures that make no sense; tiers whose pages are no

@@ -123,6 +123,8 @@ struct RequestMixFile {
     decided_after_bytes: u64,
     large_request_bytes: u64,
     min_large_share: f64,
+    /// The most the heap may have committed when the rule decides for the tier (absent: no bound).
+    max_committed_bytes: Option<u64>,
 }
 
 impl TierFile {
@@ -132,11 +134,10 @@ impl TierFile {
         };
         let tier = HeapTier::new(opens_at, self.page_size);
         Ok(match &self.request_mix {
-            Some(rule) => tier.with_request_mix(RequestMix::new(
-                rule.decided_after_bytes,
-                rule.large_request_bytes,
-                rule.min_large_share,
-            )),
+            Some(rule) => tier.with_request_mix(
+                RequestMix::new(rule.decided_after_bytes, rule.large_request_bytes, rule.min_large_share)
+                    .with_max_committed_bytes(rule.max_committed_bytes.unwrap_or(u64::MAX)),
+            ),
             None => tier,
         })
     }

@@ -305,25 +305,37 @@ fn a_request_mix_rule_opens_the_first_tier_early_only_where_large_requests_domin
     let config = || VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers());
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
 
-    // Large requests, freed as they go: the rule decides at the allocation that reaches 64 MiB allocated (the
-    // fourth of 20 MiB), and the next one goes to the tier of 8 MiB pages.
-    let (device, allocator) = virtual_allocator(HostMode::Simulated, config());
-    let mut placed = Vec::new();
-    for _ in 0..4 {
-        let allocation = allocator.allocate(&desc(20 * MIB)).unwrap();
-        assert!(allocation.offset() < 1 << 30, "the first tier's range");
-        placed.push(allocation);
+    // Large requests: the rule decides at the request that brings the allocated bytes to 64 MiB (the fourth of
+    // 20 MiB), before placing it, and that request goes to the tier of 8 MiB pages. With the heap's committed bytes
+    // bounded below what the first three committed, the rule is spent instead and the heap stays in one tier.
+    for (bound, opens) in [(None, true), (Some(1 << 30), true), (Some(16 * MIB), false)] {
+        let rule = bound.map_or(rule, |bytes| rule.with_max_committed_bytes(bytes));
+        let tiers =
+            vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(rule), HeapTier::new(192 * MIB, 32 * MIB)];
+        let (device, allocator) = virtual_allocator(
+            HostMode::Simulated,
+            VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers),
+        );
+        let mut placed = Vec::new();
+        for _ in 0..3 {
+            let allocation = allocator.allocate(&desc(20 * MIB)).unwrap();
+            assert!(allocation.offset() < 1 << 30, "the first tier's range");
+            placed.push(allocation);
+        }
+        let memory_type = placed[0].memory_type();
+        assert_eq!(allocator.virtual_heap_stats(memory_type).unwrap().tiers, 1);
+        let fourth = allocator.allocate(&desc(20 * MIB)).unwrap();
+        let stats = allocator.virtual_heap_stats(memory_type).unwrap();
+        assert_eq!(stats.tiers, if opens { 2 } else { 1 }, "{bound:?}");
+        let in_tier = fourth.offset() >= 1 << 30 && fourth.offset() < 2 << 30;
+        assert_eq!(in_tier, opens, "{bound:?}: {}", fourth.offset());
+        allocator.check().unwrap();
+        for allocation in placed.into_iter().chain([fourth]) {
+            allocator.free(allocation).unwrap();
+        }
+        allocator.trim_empty_blocks();
+        assert_eq!(device.counters().committed_bytes, 0);
     }
-    let memory_type = placed[0].memory_type();
-    assert_eq!(allocator.virtual_heap_stats(memory_type).unwrap().tiers, 2);
-    let next = allocator.allocate(&desc(20 * MIB)).unwrap();
-    assert!(next.offset() >= 1 << 30 && next.offset() < 2 << 30, "{}", next.offset());
-    allocator.check().unwrap();
-    for allocation in placed.into_iter().chain([next]) {
-        allocator.free(allocation).unwrap();
-    }
-    allocator.trim_empty_blocks();
-    assert_eq!(device.counters().committed_bytes, 0);
 
     // Mostly small requests (large ones 20 MiB of every 36): past 64 MiB allocated the rule is spent and its
     // tier left out; at 192 MiB committed the heap opens the tier of 32 MiB pages, as its second.
