@@ -6903,6 +6903,249 @@ def small_decoder_train(torch):
     return train_decoder_lm(torch, 512, 6, 8, steps, lambda params: torch.optim.AdamW(params, lr=1e-3))
 
 
+def dense_solve_fit(torch):
+    """Dense linear algebra in plain torch, fp32: 4 rounds of a 12,288 x 12,288 symmetric positive definite system
+    (576 MiB) built as A A^T / n + I, solved by `torch.linalg.solve` for 512 right-hand sides, its residual
+    checked by a matrix product: a heap of a few GiB whose requests are large from its first. Recorded in the
+    thirty-third session as an unseen trace for rule C."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    n, rhs = 12288, 512
+    start_recording(torch)
+    residuals = []
+    for _ in range(4):
+        a = torch.randn(n, n, device="cuda", generator=gen)
+        system = a @ a.T / n
+        system.diagonal().add_(1.0)
+        del a
+        b = torch.randn(n, rhs, device="cuda", generator=gen)
+        x = torch.linalg.solve(system, b)
+        residuals.append(float((system @ x - b).norm().item() / b.norm().item()))
+        del system, b, x
+    return {"residuals": residuals}
+
+
+def deep_mlp_bigbatch_train(torch):
+    """A deep, wide perceptron in plain torch, fp32: 8 layers of 4,096 x 4,096 with GELU and a 1,000-way head (135 M
+    parameters), SGD with momentum, 6 steps on batches of 8,192 to 24,576 rows (activations of 128 to 384 MiB per
+    layer). Recorded in the thirty-third session as an unseen trace for rule C."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    layers = []
+    for _ in range(8):
+        layers += [nn.Linear(4096, 4096), nn.GELU()]
+    model = nn.Sequential(*layers, nn.Linear(4096, 1000))
+    batches = [8192, 16384, 24576, 8192, 16384, 12288]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in batches:
+        x = torch.randn(batch, 4096, device="cuda", generator=gen)
+        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
+        loss = F.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del x, labels, loss
+    del model, opt
+    return {"batches": batches, "losses": losses}
+
+
+def image_batch_preprocess(torch):
+    """A data-loading step on the GPU in plain torch: 6 batches of 24 to 48 uint8 images of 2,048 x 2,048 x 3
+    converted to fp32, normalized per channel, resized to 1,024 x 1,024 (bilinear, antialiased) and to 512 x 512,
+    and randomly flipped and cropped to 448 x 448: requests of 288 MiB to 1.1 GiB. Recorded in the thirty-third
+    session as an unseen trace for rule C."""
+    F = torch.nn.functional
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    batches = [32, 48, 24, 40, 48, 32]
+    start_recording(torch)
+    mean, std = mean.cuda(), std.cuda()
+    checksum = 0.0
+    for batch in batches:
+        raw = torch.randint(0, 256, (batch, 3, 2048, 2048), dtype=torch.uint8, device="cuda", generator=gen)
+        images = (raw.float() / 255.0 - mean) / std
+        del raw
+        half = F.interpolate(images, size=(1024, 1024), mode="bilinear", antialias=True, align_corners=False)
+        del images
+        quarter = F.interpolate(half, size=(512, 512), mode="bilinear", antialias=True, align_corners=False)
+        flip = torch.rand(batch, device="cuda", generator=gen) < 0.5
+        quarter = torch.where(flip.view(-1, 1, 1, 1), quarter.flip(-1), quarter)
+        top, left = (int(v) for v in torch.randint(0, 64, (2,), device="cuda", generator=gen).tolist())
+        crops = quarter[:, :, top:top + 448, left:left + 448].contiguous()
+        checksum += float(half.mean().item()) + float(crops.std().item())
+        del half, quarter, flip, crops
+    return {"batches": batches, "checksum": checksum}
+
+
+def unet3d_small_half_infer(torch):
+    """A small 3-D U-Net in fp16, inference: two down levels (3 x 3 x 3 convolutions 1 -> 16 -> 32 -> 64, max
+    pooling) and two up levels (transposed convolutions, skips concatenated), on volumes of (batch, side) (1, 144),
+    (2, 112), (1, 160), (2, 128), twice: first-level activations of 90 to 130 MiB, a heap of about 1 GiB. Recorded
+    in the thirty-third session as an unseen trace for rule C (the kind of heap where the unbounded rule lost)."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def double(a, b):
+        return nn.Sequential(nn.Conv3d(a, b, 3, padding=1), nn.ReLU(), nn.Conv3d(b, b, 3, padding=1), nn.ReLU())
+
+    class UNet3d(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1, self.enc2, self.mid = double(1, 16), double(16, 32), double(32, 64)
+            self.pool = nn.MaxPool3d(2)
+            self.up2, self.dec2 = nn.ConvTranspose3d(64, 32, 2, stride=2), double(64, 32)
+            self.up1, self.dec1 = nn.ConvTranspose3d(32, 16, 2, stride=2), double(32, 16)
+            self.head = nn.Conv3d(16, 2, 1)
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(self.pool(e1))
+            m = self.mid(self.pool(e2))
+            d2 = self.dec2(torch.cat([self.up2(m), e2], 1))
+            del m, e2
+            d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
+            return self.head(d1)
+
+    model = UNet3d()
+    shapes = [(1, 144), (2, 112), (1, 160), (2, 128)]
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, side in shapes:
+                volume = torch.randn(batch, 1, side, side, side, device="cuda", generator=gen, dtype=torch.float16)
+                out = model(volume)
+                checksum += float(out.float().mean().item())
+                del volume, out
+    del model
+    return {"checksum": checksum}
+
+
+def pointcloud_seg_train(torch):
+    """PointNet-style part segmentation in plain torch, fp32: shared per-point MLPs 3 -> 64 -> 128 -> 1,024, a max
+    pooled global feature concatenated back to every point, a per-point head 1,088 -> 512 -> 256 -> 50, Adam, 6
+    steps on batches of (clouds, points) (16, 4096), (8, 8192), (24, 2048), (12, 4096), (4, 16384), (16, 4096):
+    per-point feature maps of 128 to 256 MiB, a heap of about 1 GiB. Recorded in the thirty-third session as an
+    unseen trace for rule C (the kind of heap where the unbounded rule lost)."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+
+    def mlp(*widths):
+        layers = []
+        for a, b in zip(widths, widths[1:]):
+            layers += [nn.Conv1d(a, b, 1), nn.BatchNorm1d(b), nn.ReLU()]
+        return nn.Sequential(*layers)
+
+    class PointSeg(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.local, self.deep = mlp(3, 64), mlp(64, 128, 1024)
+            self.head = nn.Sequential(mlp(1088, 512, 256), nn.Conv1d(256, 50, 1))
+
+        def forward(self, points):
+            local = self.local(points)
+            pooled = self.deep(local).max(2, keepdim=True).values
+            return self.head(torch.cat([local, pooled.expand(-1, -1, local.shape[2])], 1))
+
+    model = PointSeg()
+    shapes = [(16, 4096), (8, 8192), (24, 2048), (12, 4096), (4, 16384), (16, 4096)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for clouds, points in shapes:
+        x = torch.randn(clouds, 3, points, device="cuda", generator=gen)
+        labels = torch.randint(0, 50, (clouds, points), device="cuda", generator=gen)
+        loss = F.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del x, labels, loss
+    del model, opt
+    return {"shapes": shapes, "losses": losses}
+
+
+def hires_denoise_half_infer(torch):
+    """A DnCNN-style denoiser in fp16, inference: 15 layers of 3 x 3 convolutions at 64 channels with ReLU between,
+    predicting the noise to subtract, on batches of (batch, side) (1, 2048), (2, 1536), (1, 2560), (3, 1280),
+    twice: activations of 300 to 800 MiB, a heap of about 2 GiB. Recorded in the thirty-third session as an unseen
+    trace for rule C."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layers = [nn.Conv2d(3, 64, 3, padding=1), nn.ReLU()]
+    for _ in range(13):
+        layers += [nn.Conv2d(64, 64, 3, padding=1), nn.ReLU()]
+    body = nn.Sequential(*layers, nn.Conv2d(64, 3, 3, padding=1))
+
+    class Denoiser(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = body
+
+        def forward(self, x):
+            return x - self.body(x)
+
+    return {"checksum": infer_images(torch, Denoiser(), [(1, 2048), (2, 1536), (1, 2560), (3, 1280)],
+                                     lambda m: m.cuda().half().eval(), lambda out: float(out.float().std().item()))}
+
+
+def gru_tagger_train(torch):
+    """A small bidirectional GRU sequence tagger in plain torch, fp32: a 20,000-word embedding of 256, two layers of
+    384 per direction, a linear head over 40 tags, Adam, 10 steps on batches of (sentences, length) from (64, 32)
+    to (8, 256): a heap of tens of megabytes whose requests are small. Recorded in the thirty-third session as an
+    unseen trace for rule C."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(20000, 256)
+            self.rnn = nn.GRU(256, 384, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = nn.Linear(768, 40)
+
+        def forward(self, words):
+            return self.head(self.rnn(self.embed(words))[0])
+
+    model = Tagger()
+    shapes = [(64, 32), (32, 64), (16, 128), (8, 256), (48, 48), (24, 96), (64, 32), (12, 192), (32, 80), (8, 224)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for sentences, length in shapes:
+        words = torch.randint(0, 20000, (sentences, length), device="cuda", generator=gen)
+        tags = torch.randint(0, 40, (sentences, length), device="cuda", generator=gen)
+        loss = F.cross_entropy(model(words).reshape(-1, 40), tags.reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del words, tags, loss
+    del model, opt
+    return {"shapes": shapes, "losses": losses}
+
+
+def vit_b16_bigbatch_half_infer(torch):
+    """torchvision ViT-B/16 inference in fp16 at large batches: (batch, image side) (128, 224), (256, 224), (64,
+    224), (192, 224), twice: attention and MLP activations of 50 to 600 MiB, a heap of a few GiB. Recorded in the
+    thirty-third session as an unseen trace for rule C."""
+    import torchvision
+
+    model = torchvision.models.vit_b_16(weights=None)
+    return {"checksum": infer_images(torch, model, [(128, 224), (256, 224), (64, 224), (192, 224)],
+                                     lambda m: m.cuda().half().eval(), image_score)}
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -6969,7 +7212,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      retinanet_infer, bert_large_mlm_train_mid, convnext_base_train_mid,
                                      gpt2_medium_beam_generate, wide_mlp_train, conv3d_volume_infer,
                                      naive_attention_infer, kmeans_chunked_fit, embedding_table_train,
-                                     sr_conv_half_infer, fft_filter_small_infer, small_decoder_train)}
+                                     sr_conv_half_infer, fft_filter_small_infer, small_decoder_train,
+                                     dense_solve_fit, deep_mlp_bigbatch_train, image_batch_preprocess,
+                                     unet3d_small_half_infer, pointcloud_seg_train, hires_denoise_half_infer,
+                                     gru_tagger_train, vit_b16_bigbatch_half_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
