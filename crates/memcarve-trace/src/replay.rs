@@ -35,8 +35,10 @@ pub fn policies() -> Vec<Policy> {
     vec![
         Policy {
             name: "vmm",
-            description: "virtual heap (as the CUDA backend uses it), 2 MiB physical pages (32 MiB in a tier \
-                          opened at 16 GiB committed) that may show at several addresses: committed memory kept \
+            description: "virtual heap (as the CUDA backend uses it), 2 MiB physical pages (8 MiB in a tier \
+                          opened at 512 MiB allocated where requests of 32 MiB or more made 95 % of them and at \
+                          most 128 MiB is committed; 32 MiB in a tier opened at 16 GiB committed) that may show at \
+                          several addresses: committed memory kept \
                           within 4 % of the peak live bytes so far (at least 16 MiB until the heap has allocated 8 \
                           times its peak; or the peak committed), new pages committed ahead within that budget",
             config: AllocatorConfig::default().with_virtual_heap(VirtualHeapConfig::default()),

@@ -258,7 +258,7 @@ pub struct VirtualHeapConfig {
 
 impl Default for VirtualHeapConfig {
     /// The heap size reserved, 512-byte granularity (as PyTorch rounds), the default [`PeakSlack`], requests
-    /// below 64 KiB apart, and a tier of 32 MiB pages from 16 GiB committed.
+    /// below 64 KiB apart, and [`VirtualHeapConfig::default_tiers`].
     fn default() -> VirtualHeapConfig {
         VirtualHeapConfig {
             reserve_size: None,
@@ -267,12 +267,21 @@ impl Default for VirtualHeapConfig {
             growing_series: true,
             small_below_bytes: 64 << 10,
             page_size: None,
-            tiers: vec![HeapTier::new(16 << 30, 32 << 20)],
+            tiers: VirtualHeapConfig::default_tiers(),
         }
     }
 }
 
 impl VirtualHeapConfig {
+    /// The default tiers: 8 MiB pages opened by a [`RequestMix`] rule (at the request that brings the heap's
+    /// allocated bytes to 512 MiB, if requests of 32 MiB or more made 95 % of them and the heap has committed at
+    /// most 128 MiB by then), and 32 MiB pages once the heap has committed 16 GiB (see
+    /// [`VirtualHeapConfig::with_tiers`]).
+    pub fn default_tiers() -> Vec<HeapTier> {
+        let rule = RequestMix::new(512 << 20, 32 << 20, 0.95).with_max_committed_bytes(128 << 20);
+        vec![HeapTier::new(u64::MAX, 8 << 20).with_request_mix(rule), HeapTier::new(16 << 30, 32 << 20)]
+    }
+
     /// Address space reserved per byte of heap by default: the heap maps free physical pages at fresh addresses
     /// as well as where they were, so it uses more addresses than memory, and addresses cost nothing.
     pub const ADDRESS_SPACE_PER_HEAP_BYTE: u64 = 4;
@@ -345,22 +354,24 @@ impl VirtualHeapConfig {
     /// its size (`benches/cuda/vmm_costs.c`), so a heap of tens of gigabytes in 2 MiB pages spends seconds of
     /// driver time on them; a tier of 32 MiB pages cuts that sixteenfold for what it holds, and a heap that
     /// large loses little to a page's rounding. Moving onto a tier costs unmaps of the pages left below and
-    /// mappings above: the default, one tier of 32 MiB pages from 16 GiB, changed none of the 197 H200
+    /// mappings above: one tier of 32 MiB pages from 16 GiB (the default's second) changed none of the 197 H200
     /// traces' goal results; the seven heaps that reach it made their driver calls on the H200 in 0.44 to 0.57
     /// of the time (a third of what is left is giving back the first tier's pages) and replayed 1.20 × as fast.
     /// Tiers from 4 GiB would cut the estimated driver time of all 197 from 22.5 to 16.3 s, but put eight heaps
     /// of 4 to 16 GiB over their operation limits (docs/BENCHMARKS.md, "Thirtieth session").
-    /// The first tier may also open early by a [`RequestMix`] rule (`HeapTier::with_request_mix`, not in the
-    /// default): a heap whose bytes go to large requests moves onto larger pages while little is committed. On the
-    /// 211 H200 traces, 8 MiB pages once 512 MiB are allocated, if requests of 32 MiB or more made 95 % of them,
-    /// open on 14 heaps, replay four of the heaps of 5 to 11 GiB that miss the goal's throughput 1.16 to 1.39 ×
+    /// The first tier may also open early by a [`RequestMix`] rule (`HeapTier::with_request_mix`): a heap whose
+    /// bytes go to large requests moves onto larger pages while little is committed. On the 211 H200 traces, 8 MiB
+    /// pages once 512 MiB are allocated (deciding after that request), if requests of 32 MiB or more made 95 % of
+    /// them, open on 14 heaps, replay four of the heaps of 5 to 11 GiB that miss the goal's throughput 1.16 to 1.39 ×
     /// as fast, and put one more trace over its operation limit; of eight traces recorded afterwards to judge it,
     /// they open on four, replay the two large ones 1.5 × as fast, and put the two of about 1 GiB over their
     /// limits, as moving onto the tier costs unmaps and mappings (docs/BENCHMARKS.md, "Thirty-second session").
     /// A rule decides at the request that reaches its threshold, before placing it, and may be bounded by what the
     /// heap has committed by then ([`RequestMix::with_max_committed_bytes`]): with 128 MiB, the same rule opens on
     /// six of the 219 traces, none over a limit, and replays embedding_table_train 1.76 ×, wide_mlp_train 1.62 ×
-    /// and vocab_250k_chunked_train 1.44 × as fast (docs/BENCHMARKS.md, "Thirty-third session").
+    /// and vocab_250k_chunked_train 1.44 × as fast; of eight traces recorded after it was written, it opens on two
+    /// (1.20 and 1.16 × as fast) and changes no goal result. That rule, with the 32 MiB tier from 16 GiB after it,
+    /// is the default ([`VirtualHeapConfig::default_tiers`]; docs/BENCHMARKS.md, "Thirty-third session").
     /// [`Allocator::new`](crate::Allocator::new) refuses page sizes that are not powers of two growing from tier
     /// to tier, thresholds that do not grow (a first tier opened only by its rule has `u64::MAX`, which the others'
     /// need not exceed), and rules on other tiers or with figures that make no sense; tiers whose pages are no

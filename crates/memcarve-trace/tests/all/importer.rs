@@ -523,6 +523,22 @@ fn thirty_second_session_recordings_match_an_independent_walk_and_the_recording_
     check_recorded("small_decoder_train.pickle.gz", (4_573, 2_668.9, 4_572.0, 1.713), 51, 3);
 }
 
+/// The thirty-third session's recordings (2026-12-04 17:03-17:05 UTC), unseen, written to judge rule C (an early
+/// tier of 8 MiB pages only while the heap has committed little): heaps of large requests from their start (1.8 to
+/// 8 GiB), heaps of about a gigabyte of the kinds where the unbounded rule lost, a small recurrent tagger and a ViT at
+/// large batches.
+#[test]
+fn thirty_third_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("dense_solve_fit.pickle.gz", (93, 1_760.0, 1_762.0, 1.001), 5, 1);
+    check_recorded("deep_mlp_bigbatch_train.pickle.gz", (501, 8_271.0, 14_678.0, 1.775), 70, 3);
+    check_recorded("image_batch_preprocess.pickle.gz", (116, 5_184.0, 8_066.0, 1.556), 6, 0);
+    check_recorded("unet3d_small_half_infer.pickle.gz", (428, 936.7, 1_610.0, 1.719), 9, 0);
+    check_recorded("pointcloud_seg_train.pickle.gz", (748, 1_405.6, 1_852.0, 1.318), 19, 0);
+    check_recorded("hires_denoise_half_infer.pickle.gz", (452, 3_238.5, 5_408.0, 1.670), 8, 0);
+    check_recorded("gru_tagger_train.pickle.gz", (560, 405.9, 698.0, 1.720), 12, 2);
+    check_recorded("vit_b16_bigbatch_half_infer.pickle.gz", (2_050, 1_232.0, 1_950.0, 1.583), 33, 2);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
