@@ -979,6 +979,57 @@ def infer_images(torch, model, shapes, move, score, image_dtype=None, forward_co
     return checksum
 
 
+def train_steps(torch, model, make_optimizer, steps, make_batch):
+    """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
+    here) moves to the GPU, then trains it, with the optimizer `make_optimizer(parameters)`, one step per entry of
+    `steps`: `make_batch(step, generator)` gives the inputs and the class labels, and the loss is their cross
+    entropy. Returns the losses."""
+    F = torch.nn.functional
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = make_optimizer(model.parameters())
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for step in steps:
+        x, labels = make_batch(step, gen)
+        loss = F.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del x, labels, loss
+    del model, opt
+    return losses
+
+
+def noise_rows(torch, width):
+    """A `make_batch` for [`train_steps`]: a step is a number of rows of `width` random features, labelled among
+    1,000 classes."""
+    def make_batch(rows, gen):
+        x = torch.randn(rows, width, device="cuda", generator=gen)
+        return x, torch.randint(0, 1000, (rows,), device="cuda", generator=gen)
+    return make_batch
+
+
+def infer_volumes(torch, model, shapes, score):
+    """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
+    here) moves to the GPU in fp16, then runs it in inference mode twice over every (batch, side) in `shapes` on
+    random fp16 volumes of one channel; `score` turns each output into a number. Returns their sum."""
+    start_recording(torch)
+    model = model.cuda().half().eval()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for _ in range(2):
+            for batch, side in shapes:
+                volume = torch.randn(batch, 1, side, side, side, device="cuda", generator=gen, dtype=torch.float16)
+                out = model(volume)
+                checksum += score(out)
+                del volume, out
+    del model
+    return checksum
+
+
 def image_score(out):
     """A classifier's output as a number: the summed top softmax probabilities."""
     return float(out.float().softmax(1).max(1).values.sum().item())
@@ -6704,25 +6755,12 @@ def wide_mlp_train(torch):
     rows (activations of 64 to 256 MiB per layer). Recorded in the thirty-second session as an unseen trace for the
     request-mix rule."""
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
-    model = nn.Sequential(nn.Linear(8192, 16384), nn.GELU(), nn.Linear(16384, 16384), nn.GELU(),
-                          nn.Linear(16384, 1000))
+    nn = torch.nn
     batches = [2048, 4096, 1024, 3072, 4096, 2048]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        x = torch.randn(batch, 8192, device="cuda", generator=gen)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        loss = F.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del x, labels, loss
-    del model, opt
+    # The model is built in the call, so that `train_steps` holds its only reference and frees it there.
+    losses = train_steps(torch, nn.Sequential(nn.Linear(8192, 16384), nn.GELU(), nn.Linear(16384, 16384),
+                                              nn.GELU(), nn.Linear(16384, 1000)),
+                         lambda params: torch.optim.AdamW(params, lr=1e-4), batches, noise_rows(torch, 8192))
     return {"batches": batches, "losses": losses}
 
 
@@ -6740,19 +6778,7 @@ def conv3d_volume_infer(torch):
     model = nn.Sequential(*level(1, 16, 1), *level(16, 32, 2), *level(32, 64, 2), *level(64, 128, 2),
                           nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(128, 10))
     shapes = [(2, 160), (1, 192), (4, 128), (2, 176)]
-    start_recording(torch)
-    model = model.cuda().half().eval()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0.0
-    with torch.inference_mode():
-        for _ in range(2):
-            for batch, side in shapes:
-                volume = torch.randn(batch, 1, side, side, side, device="cuda", generator=gen, dtype=torch.float16)
-                out = model(volume)
-                checksum += float(out.float().sum().item())
-                del volume, out
-    del model
-    return {"checksum": checksum}
+    return {"checksum": infer_volumes(torch, model, shapes, lambda out: float(out.float().sum().item()))}
 
 
 def naive_attention_infer(torch):
@@ -6929,27 +6955,16 @@ def deep_mlp_bigbatch_train(torch):
     parameters), SGD with momentum, 6 steps on batches of 8,192 to 24,576 rows (activations of 128 to 384 MiB per
     layer). Recorded in the thirty-third session as an unseen trace for rule C."""
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
     layers = []
     for _ in range(8):
         layers += [nn.Linear(4096, 4096), nn.GELU()]
-    model = nn.Sequential(*layers, nn.Linear(4096, 1000))
     batches = [8192, 16384, 24576, 8192, 16384, 12288]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        x = torch.randn(batch, 4096, device="cuda", generator=gen)
-        labels = torch.randint(0, 1000, (batch,), device="cuda", generator=gen)
-        loss = F.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del x, labels, loss
-    del model, opt
+    # The model is built in the call, so that `train_steps` holds its only reference (as recorded, `layers` keeps
+    # the hidden layers' weights until this function returns).
+    losses = train_steps(torch, nn.Sequential(*layers, nn.Linear(4096, 1000)),
+                         lambda params: torch.optim.SGD(params, lr=1e-3, momentum=0.9), batches,
+                         noise_rows(torch, 4096))
     return {"batches": batches, "losses": losses}
 
 
@@ -7011,21 +7026,8 @@ def unet3d_small_half_infer(torch):
             d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
             return self.head(d1)
 
-    model = UNet3d()
     shapes = [(1, 144), (2, 112), (1, 160), (2, 128)]
-    start_recording(torch)
-    model = model.cuda().half().eval()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0.0
-    with torch.inference_mode():
-        for _ in range(2):
-            for batch, side in shapes:
-                volume = torch.randn(batch, 1, side, side, side, device="cuda", generator=gen, dtype=torch.float16)
-                out = model(volume)
-                checksum += float(out.float().mean().item())
-                del volume, out
-    del model
-    return {"checksum": checksum}
+    return {"checksum": infer_volumes(torch, UNet3d(), shapes, lambda out: float(out.float().mean().item()))}
 
 
 def pointcloud_seg_train(torch):
@@ -7035,7 +7037,7 @@ def pointcloud_seg_train(torch):
     per-point feature maps of 128 to 256 MiB, a heap of about 1 GiB. Recorded in the thirty-third session as an
     unseen trace for rule C (the kind of heap where the unbounded rule lost)."""
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
 
     def mlp(*widths):
         layers = []
@@ -7054,23 +7056,13 @@ def pointcloud_seg_train(torch):
             pooled = self.deep(local).max(2, keepdim=True).values
             return self.head(torch.cat([local, pooled.expand(-1, -1, local.shape[2])], 1))
 
-    model = PointSeg()
-    shapes = [(16, 4096), (8, 8192), (24, 2048), (12, 4096), (4, 16384), (16, 4096)]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for clouds, points in shapes:
+    def make_batch(shape, gen):
+        clouds, points = shape
         x = torch.randn(clouds, 3, points, device="cuda", generator=gen)
-        labels = torch.randint(0, 50, (clouds, points), device="cuda", generator=gen)
-        loss = F.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del x, labels, loss
-    del model, opt
+        return x, torch.randint(0, 50, (clouds, points), device="cuda", generator=gen)
+
+    shapes = [(16, 4096), (8, 8192), (24, 2048), (12, 4096), (4, 16384), (16, 4096)]
+    losses = train_steps(torch, PointSeg(), lambda params: torch.optim.Adam(params, lr=1e-3), shapes, make_batch)
     return {"shapes": shapes, "losses": losses}
 
 
@@ -7104,7 +7096,7 @@ def gru_tagger_train(torch):
     to (8, 256): a heap of tens of megabytes whose requests are small. Recorded in the thirty-third session as an
     unseen trace for rule C."""
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
 
     class Tagger(nn.Module):
         def __init__(self):
@@ -7114,25 +7106,15 @@ def gru_tagger_train(torch):
             self.head = nn.Linear(768, 40)
 
         def forward(self, words):
-            return self.head(self.rnn(self.embed(words))[0])
+            # One row of tag scores per word (a view), as the labels are one per word.
+            return self.head(self.rnn(self.embed(words))[0]).reshape(-1, 40)
 
-    model = Tagger()
+    def make_batch(shape, gen):
+        words = torch.randint(0, 20000, shape, device="cuda", generator=gen)
+        return words, torch.randint(0, 40, shape, device="cuda", generator=gen).reshape(-1)
+
     shapes = [(64, 32), (32, 64), (16, 128), (8, 256), (48, 48), (24, 96), (64, 32), (12, 192), (32, 80), (8, 224)]
-    start_recording(torch)
-    model = model.cuda().train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for sentences, length in shapes:
-        words = torch.randint(0, 20000, (sentences, length), device="cuda", generator=gen)
-        tags = torch.randint(0, 40, (sentences, length), device="cuda", generator=gen)
-        loss = F.cross_entropy(model(words).reshape(-1, 40), tags.reshape(-1))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del words, tags, loss
-    del model, opt
+    losses = train_steps(torch, Tagger(), lambda params: torch.optim.Adam(params, lr=1e-3), shapes, make_batch)
     return {"shapes": shapes, "losses": losses}
 
 
