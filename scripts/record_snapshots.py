@@ -7128,6 +7128,129 @@ def vit_b16_bigbatch_half_infer(torch):
     return {"checksum": infer_images(torch, model, [(128, 224), (256, 224), (64, 224), (192, 224)],
                                      lambda m: m.cuda().half().eval(), image_score)}
 
+def embedding_bag_bigtable_train(torch):
+    """A recommender's embedding bags in plain torch, fp32: a 4,000,000 x 128 table (1.9 GiB, the heap's first
+    request) summed over bags of 16 ids, a 2-layer head (128 -> 512 -> 1), SGD with momentum (its buffer as large as
+    the table), 4 steps of 32,768 to 131,072 bags. Recorded in the thirty-third session to test rule C, then the
+    default, on heaps whose first large request decides it."""
+    torch.manual_seed(0)
+    nn, F = torch.nn, torch.nn.functional
+    rows, width, per_bag = 4_000_000, 128, 16
+    bags = [65536, 131072, 32768, 98304]
+    start_recording(torch)
+    table = nn.EmbeddingBag(rows, width, mode="sum").cuda()
+    head = nn.Sequential(nn.Linear(width, 512), nn.ReLU(), nn.Linear(512, 1)).cuda()
+    opt = torch.optim.SGD(list(table.parameters()) + list(head.parameters()), lr=1e-2, momentum=0.9)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for count in bags:
+        ids = torch.randint(0, rows, (count, per_bag), device="cuda", generator=gen)
+        target = torch.rand(count, 1, device="cuda", generator=gen)
+        loss = F.binary_cross_entropy_with_logits(head(table(ids)), target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, target, loss
+    del table, head, opt
+    return {"bags": bags, "losses": losses}
+
+
+def lowrank_svd_fit(torch):
+    """Randomized low-rank SVD in plain torch, fp32: 3 rounds of a 16,384 x 16,384 matrix (1 GiB, the heap's first
+    request each round) built as a rank-512 product plus noise, factored by `torch.svd_lowrank` (q = 256, 2 power
+    iterations) and its reconstruction error measured. Recorded in the thirty-third session to test rule C."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    n, rank = 16384, 512
+    start_recording(torch)
+    errors = []
+    for _ in range(3):
+        a = torch.randn(n, rank, device="cuda", generator=gen) @ torch.randn(rank, n, device="cuda", generator=gen)
+        a += 0.01 * torch.randn(n, n, device="cuda", generator=gen)
+        u, s, v = torch.svd_lowrank(a, q=256, niter=2)
+        errors.append(float(((u * s) @ v.T - a).norm().item() / a.norm().item()))
+        del a, u, s, v
+    return {"errors": errors}
+
+
+def bigimage_conv_half_infer(torch):
+    """Two convolutions over very large images in fp16, inference: batches of 8, 4 and 6 images of 4,096², 5,120² and
+    3,584² (768, 600 and 441 MiB, the first the heap's first request), a 3 x 3 convolution to 16 channels, ReLU, and
+    a 3 x 3 convolution back to 3: activations of 2.3 to 4 GiB. Recorded in the thirty-third session to test rule
+    C."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(16, 3, 3, padding=1))
+    return {"checksum": infer_images(torch, model, [(8, 4096), (4, 5120), (6, 3584)],
+                                     lambda m: m.cuda().half().eval(), lambda out: float(out.float().mean().item()))}
+
+
+def matrix_chain_fp64_fit(torch):
+    """Matrix products in fp64 in plain torch: 4 rounds of a chain of 3 products of 8,192 x 8,192 matrices (512 MiB
+    each, the first the heap's first request), each product normalized, and a trace taken. Recorded in the
+    thirty-third session to test rule C."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    n = 8192
+    start_recording(torch)
+    traces = []
+    for _ in range(4):
+        x = torch.randn(n, n, device="cuda", generator=gen, dtype=torch.float64)
+        for _ in range(3):
+            y = torch.randn(n, n, device="cuda", generator=gen, dtype=torch.float64)
+            x = (x @ y) / n ** 0.5
+            del y
+        traces.append(float(x.diagonal().sum().item()))
+        del x
+    return {"traces": traces}
+
+
+def lookup_table_infer(torch):
+    """A large lookup table in fp32 (600 MiB: 1,228,800 x 128, the heap's first request), then 40 batches of 4,096 to
+    65,536 queries gathered from it, passed through a 128 -> 1,024 -> 128 MLP and normalized: a heap of about a
+    gigabyte whose later requests are 2 to 256 MiB. Recorded in the thirty-third session to test rule C (a heap of
+    about a gigabyte where it may open)."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    mlp = nn.Sequential(nn.Linear(128, 1024), nn.GELU(), nn.Linear(1024, 128))
+    start_recording(torch)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    table = torch.randn(1_228_800, 128, device="cuda", generator=gen)
+    mlp = mlp.cuda().eval()
+    checksum = 0.0
+    with torch.inference_mode():
+        for step in range(40):
+            count = 4096 << (step % 5)
+            ids = torch.randint(0, table.shape[0], (count,), device="cuda", generator=gen)
+            out = torch.nn.functional.normalize(mlp(table[ids]), dim=1)
+            checksum += float(out.sum().item())
+            del ids, out
+    del table, mlp
+    return {"checksum": checksum}
+
+
+def knn_bigbank_search(torch):
+    """Nearest neighbours against a large memory bank in plain torch, fp32: a bank of 4,000,000 x 128 (1.9 GiB, the
+    heap's first request), 8 batches of 1,024 queries, each compared with the bank 500,000 rows at a time
+    (`torch.cdist`, 1.9 GiB of distances) keeping the 16 nearest. Recorded in the thirty-third session to test rule
+    C."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rows, width, chunk, k = 4_000_000, 128, 500_000, 16
+    start_recording(torch)
+    bank = torch.randn(rows, width, device="cuda", generator=gen)
+    checksum = 0.0
+    for _ in range(8):
+        queries = torch.randn(1024, width, device="cuda", generator=gen)
+        best = None
+        for start in range(0, rows, chunk):
+            d = torch.cdist(queries, bank[start:start + chunk])
+            top = d.topk(k, dim=1, largest=False).values
+            best = top if best is None else torch.cat([best, top], 1).topk(k, dim=1, largest=False).values
+            del d, top
+        checksum += float(best.sum().item())
+        del queries, best
+    del bank
+    return {"checksum": checksum}
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -7197,7 +7320,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      sr_conv_half_infer, fft_filter_small_infer, small_decoder_train,
                                      dense_solve_fit, deep_mlp_bigbatch_train, image_batch_preprocess,
                                      unet3d_small_half_infer, pointcloud_seg_train, hires_denoise_half_infer,
-                                     gru_tagger_train, vit_b16_bigbatch_half_infer)}
+                                     gru_tagger_train, vit_b16_bigbatch_half_infer, embedding_bag_bigtable_train,
+                                     lowrank_svd_fit, bigimage_conv_half_infer, matrix_chain_fp64_fit,
+                                     lookup_table_infer, knn_bigbank_search)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
