@@ -539,6 +539,19 @@ fn thirty_third_session_recordings_match_an_independent_walk_and_the_recording_s
     check_recorded("vit_b16_bigbatch_half_infer.pickle.gz", (2_050, 1_232.0, 1_950.0, 1.583), 33, 2);
 }
 
+/// The thirty-third session's second recordings (2026-12-04 17:56-17:57 UTC), after rule C became the default:
+/// heaps whose first large request (a 0.6 to 1.9 GiB table, matrix, bank or image batch) decides it, of 1.2 to
+/// 10 GiB.
+#[test]
+fn thirty_third_session_second_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("embedding_bag_bigtable_train.pickle.gz", (169, 7_247.6, 8_192.0, 1.130), 16, 3);
+    check_recorded("lowrank_svd_fit.pickle.gz", (196, 3_136.0, 3_170.0, 1.011), 7, 1);
+    check_recorded("bigimage_conv_half_infer.pickle.gz", (62, 10_496.0, 10_500.0, 1.000), 5, 0);
+    check_recorded("matrix_chain_fp64_fit.pickle.gz", (45, 2_080.0, 2_082.0, 1.001), 6, 1);
+    check_recorded("lookup_table_infer.pickle.gz", (447, 1_178.5, 1_632.0, 1.385), 14, 2);
+    check_recorded("knn_bigbank_search.pickle.gz", (1_530, 4_187.3, 6_380.0, 1.524), 8, 1);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
