@@ -1011,6 +1011,31 @@ def noise_rows(torch, width):
     return make_batch
 
 
+def train_click_model(torch, table, head, pool, make_optimizer, counts, ids_each):
+    """Records from before `table` and `head` (an embedding table and the model on top, built on the CPU by the
+    caller and passed as their only references, so that they are freed here) move to the GPU, table first; then trains
+    them, with the optimizer `make_optimizer(parameters)`, one step per entry of `counts`: that many samples of
+    `ids_each` random rows each, `pool` turning the table's output into one vector a sample, random click targets,
+    binary cross entropy. Returns the losses."""
+    F = torch.nn.functional
+    start_recording(torch)
+    table, head = table.cuda(), head.cuda()
+    opt = make_optimizer(list(table.parameters()) + list(head.parameters()))
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for count in counts:
+        ids = torch.randint(0, table.num_embeddings, (count, ids_each), device="cuda", generator=gen)
+        target = torch.rand(count, 1, device="cuda", generator=gen)
+        loss = F.binary_cross_entropy_with_logits(head(pool(table(ids))), target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, target, loss
+    del table, head, opt
+    return losses
+
+
 def infer_volumes(torch, model, shapes, score):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU in fp16, then runs it in inference mode twice over every (batch, side) in `shapes` on
@@ -6856,26 +6881,13 @@ def embedding_table_train(torch):
     1) on top, trained 4 steps on batches of 16,384 to 65,536 samples (gathered rows of 0.5 to 2 GiB). Recorded in
     the thirty-second session as an unseen trace for the request-mix rule."""
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
     rows, width, per_sample = 2_000_000, 256, 32
-    table = nn.Embedding(rows, width)
-    head = nn.Sequential(nn.Linear(width, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1))
     batches = [16384, 65536, 32768, 49152]
-    start_recording(torch)
-    table, head = table.cuda(), head.cuda()
-    opt = torch.optim.AdamW(list(table.parameters()) + list(head.parameters()), lr=1e-3)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for batch in batches:
-        ids = torch.randint(0, rows, (batch, per_sample), device="cuda", generator=gen)
-        target = torch.rand(batch, 1, device="cuda", generator=gen)
-        loss = F.binary_cross_entropy_with_logits(head(table(ids).sum(1)), target)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del ids, target, loss
-    del table, head, opt
+    losses = train_click_model(
+        torch, nn.Embedding(rows, width),
+        nn.Sequential(nn.Linear(width, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1)),
+        lambda rows: rows.sum(1), lambda params: torch.optim.AdamW(params, lr=1e-3), batches, per_sample)
     return {"batches": batches, "losses": losses}
 
 
@@ -7134,25 +7146,13 @@ def embedding_bag_bigtable_train(torch):
     the table), 4 steps of 32,768 to 131,072 bags. Recorded in the thirty-third session to test rule C, then the
     default, on heaps whose first large request decides it."""
     torch.manual_seed(0)
-    nn, F = torch.nn, torch.nn.functional
+    nn = torch.nn
     rows, width, per_bag = 4_000_000, 128, 16
     bags = [65536, 131072, 32768, 98304]
-    start_recording(torch)
-    table = nn.EmbeddingBag(rows, width, mode="sum").cuda()
-    head = nn.Sequential(nn.Linear(width, 512), nn.ReLU(), nn.Linear(512, 1)).cuda()
-    opt = torch.optim.SGD(list(table.parameters()) + list(head.parameters()), lr=1e-2, momentum=0.9)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    losses = []
-    for count in bags:
-        ids = torch.randint(0, rows, (count, per_bag), device="cuda", generator=gen)
-        target = torch.rand(count, 1, device="cuda", generator=gen)
-        loss = F.binary_cross_entropy_with_logits(head(table(ids)), target)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del ids, target, loss
-    del table, head, opt
+    losses = train_click_model(
+        torch, nn.EmbeddingBag(rows, width, mode="sum"),
+        nn.Sequential(nn.Linear(width, 512), nn.ReLU(), nn.Linear(512, 1)), lambda summed: summed,
+        lambda params: torch.optim.SGD(params, lr=1e-2, momentum=0.9), bags, per_bag)
     return {"bags": bags, "losses": losses}
 
 
