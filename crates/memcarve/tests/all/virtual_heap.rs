@@ -300,22 +300,19 @@ fn tiers_open_as_the_heap_grows_and_the_lower_ones_empty_into_the_top_one() {
 #[test]
 fn a_request_mix_rule_opens_the_first_tier_early_only_where_large_requests_dominate() {
     let rule = RequestMix::new(64 * MIB, 16 * MIB, 0.9);
-    let tiers =
-        || vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(rule), HeapTier::new(192 * MIB, 32 * MIB)];
-    let config = || VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers());
+    let config = |rule| {
+        let tiers =
+            vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(rule), HeapTier::new(192 * MIB, 32 * MIB)];
+        VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers)
+    };
     let desc = |size| AllocationDesc::new("t", size, MemoryLocation::GpuOnly);
 
     // Large requests: the rule decides at the request that brings the allocated bytes to 64 MiB (the fourth of
     // 20 MiB), before placing it, and that request goes to the tier of 8 MiB pages. With the heap's committed bytes
     // bounded below what the first three committed, the rule is spent instead and the heap stays in one tier.
     for (bound, opens) in [(None, true), (Some(1 << 30), true), (Some(16 * MIB), false)] {
-        let rule = bound.map_or(rule, |bytes| rule.with_max_committed_bytes(bytes));
-        let tiers =
-            vec![HeapTier::new(u64::MAX, 8 * MIB).with_request_mix(rule), HeapTier::new(192 * MIB, 32 * MIB)];
-        let (device, allocator) = virtual_allocator(
-            HostMode::Simulated,
-            VirtualHeapConfig::default().with_reserve_size(1 << 30).with_tiers(tiers),
-        );
+        let bounded = bound.map_or(rule, |bytes| rule.with_max_committed_bytes(bytes));
+        let (device, allocator) = virtual_allocator(HostMode::Simulated, config(bounded));
         let mut placed = Vec::new();
         for _ in 0..3 {
             let allocation = allocator.allocate(&desc(20 * MIB)).unwrap();
@@ -339,7 +336,7 @@ fn a_request_mix_rule_opens_the_first_tier_early_only_where_large_requests_domin
 
     // Mostly small requests (large ones 20 MiB of every 36): past 64 MiB allocated the rule is spent and its
     // tier left out; at 192 MiB committed the heap opens the tier of 32 MiB pages, as its second.
-    let (_device, allocator) = virtual_allocator(HostMode::Simulated, config());
+    let (_device, allocator) = virtual_allocator(HostMode::Simulated, config(rule));
     allocator.record_page_events(true);
     let mut live = Vec::new();
     while allocator.virtual_heap_stats(1).is_none_or(|stats| stats.allocated_bytes < 64 * MIB) {
