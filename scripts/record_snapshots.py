@@ -7251,6 +7251,241 @@ def knn_bigbank_search(torch):
     del bank
     return {"checksum": checksum}
 
+
+def falcon_small_sample_generate(torch):
+    """A small Falcon-style decoder through transformers (`FalconForCausalLM(FalconConfig(...))`: 6 layers 768 wide,
+    12 heads sharing one key-value head (multi-query), parallel attention and MLP, 50k vocabulary), fp16, `generate`
+    sampling with nucleus 0.9 for 4 rounds (batch, prompt, new tokens) from (2, 256, 40) to (24, 32, 24). Recorded
+    in the thirty-fourth session, unseen by the policy."""
+    from transformers import FalconConfig, FalconForCausalLM
+
+    torch.manual_seed(0)
+    config = FalconConfig(vocab_size=50304, hidden_size=768, num_hidden_layers=6, num_attention_heads=12,
+                          multi_query=True, parallel_attn=True, new_decoder_architecture=False)
+    rounds = [(2, 256, 40), (12, 64, 32), (6, 160, 48), (24, 32, 24)]  # batch, prompt, new tokens
+    return generate_rounds(torch, FalconForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.9, pad_token_id=0)
+
+
+def gemma_small_greedy_generate(torch):
+    """A small Gemma-style decoder through transformers (`GemmaForCausalLM(GemmaConfig(...))`: 6 layers 640 wide, 8
+    heads of 80 with 2 key-value heads, GeGLU of 2,048, 64k vocabulary tied to the embedding), fp16, greedy
+    `generate` for 4 rounds (batch, prompt, new tokens) from (8, 96, 40) to (4, 256, 32). Recorded in the
+    thirty-fourth session, unseen by the policy."""
+    from transformers import GemmaConfig, GemmaForCausalLM
+
+    torch.manual_seed(0)
+    config = GemmaConfig(vocab_size=64000, hidden_size=640, intermediate_size=2048, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=2, head_dim=80, max_position_embeddings=2048)
+    rounds = [(8, 96, 40), (1, 384, 48), (16, 48, 32), (4, 256, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GemmaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def mobilebert_qa_infer(torch):
+    """Extractive question answering with MobileBERT through transformers
+    (`MobileBertForQuestionAnswering(MobileBertConfig())`: 24 layers, 512 wide with 128-wide bottlenecks, 4 stacked
+    feed-forwards per layer, 30k vocabulary), fp16, 10 batches of (questions, tokens) from (1, 512) to (64, 128),
+    padded on the right; the best answer span from the start and end logits. Recorded in the thirty-fourth session,
+    unseen by the policy."""
+    from transformers import MobileBertConfig, MobileBertForQuestionAnswering
+
+    torch.manual_seed(0)
+    config = MobileBertConfig()
+    batches = [(8, 384), (1, 512), (32, 192), (64, 128), (4, 512), (16, 320), (48, 96), (2, 448), (24, 256),
+               (12, 384)]
+    return answer_spans(torch, MobileBertForQuestionAnswering(config).eval(), config.vocab_size, batches,
+                        ordered=True)
+
+
+def hubert_ctc_infer(torch):
+    """Speech recognition with a HuBERT-style encoder through transformers (`HubertForCTC(HubertConfig(...))`: the
+    7-layer convolutional front end over raw 16 kHz audio, 6 transformer layers 512 wide, 8 heads, a 32-symbol CTC
+    head), fp16, greedy CTC decoding (argmax per frame) of 10 batches of (clips, seconds) from (1, 20) to (32, 2),
+    clips padded on the right with an attention mask. Recorded in the thirty-fourth session, unseen by the policy."""
+    from transformers import HubertConfig, HubertForCTC
+
+    torch.manual_seed(0)
+    config = HubertConfig(hidden_size=512, num_hidden_layers=6, num_attention_heads=8, intermediate_size=2048,
+                          vocab_size=32, feat_extract_norm="layer", do_stable_layer_norm=True)
+    model = HubertForCTC(config).eval()
+    batches = [(4, 8.0), (1, 20.0), (16, 3.0), (32, 2.0), (8, 6.0), (2, 14.0), (12, 4.5), (6, 10.0), (24, 2.5),
+               (3, 12.0)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for clips, seconds in batches:
+            samples = int(seconds * 16_000)
+            audio = torch.randn(clips, samples, device="cuda", generator=gen).half()
+            lengths = torch.randint(samples // 2, samples + 1, (clips, 1), device="cuda", generator=gen)
+            mask = (torch.arange(samples, device="cuda")[None] < lengths).long()
+            logits = model(audio * mask, attention_mask=mask).logits
+            checksum += int(logits.argmax(-1).sum().item())
+            del audio, lengths, mask, logits
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def esm_protein_embed_infer(torch):
+    """Protein embeddings from an ESM-2-style encoder through transformers (`EsmModel(EsmConfig(...))`: 12 layers 480
+    wide, 20 heads, rotary positions, a 33-token alphabet), fp16, mean pooling over the attention mask, 10 batches of
+    (sequences, residues) from (128, 64) to (4, 1,022), padded on the right. Recorded in the thirty-fourth session,
+    unseen by the policy."""
+    from transformers import EsmConfig, EsmModel
+
+    torch.manual_seed(0)
+    config = EsmConfig(vocab_size=33, hidden_size=480, num_hidden_layers=12, num_attention_heads=20,
+                       intermediate_size=1920, position_embedding_type="rotary", max_position_embeddings=1026,
+                       pad_token_id=1, mask_token_id=32, token_dropout=False)
+    model = EsmModel(config, add_pooling_layer=False).eval()
+    batches = [(32, 256), (4, 1022), (128, 64), (16, 512), (64, 128), (8, 768), (48, 192), (2, 1022), (24, 384),
+               (96, 96)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for sequences, residues in batches:
+            ids = torch.randint(4, 24, (sequences, residues), device="cuda", generator=gen)
+            lengths = torch.randint(residues // 3, residues + 1, (sequences, 1), device="cuda", generator=gen)
+            mask = (torch.arange(residues, device="cuda")[None] < lengths).long()
+            ids = ids * mask + (1 - mask)  # padding is token 1
+            hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            weights = mask[:, :, None].to(hidden.dtype)
+            embeddings = (hidden * weights).sum(1) / weights.sum(1)
+            checksum += float(embeddings.float().norm(dim=1).mean().item())
+            del ids, lengths, mask, hidden, weights, embeddings
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def tcn_forecast_train(torch):
+    """Time-series forecasting with a temporal convolutional network in plain torch, fp32: 32 input series through 8
+    residual blocks of two dilated causal 1-D convolutions (128 channels, kernel 3, dilations 1 to 128, ReLU), a 1 x 1
+    head forecasting the next 32 steps of every series from each position, mean squared error, Adam, 10 steps of
+    (windows, length) from (64, 1,024) to (4, 16,384). Recorded in the thirty-fourth session, unseen by the
+    policy."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, channels, dilation):
+            super().__init__()
+            self.pad = 2 * dilation
+            self.a = nn.Conv1d(channels, channels, 3, dilation=dilation)
+            self.b = nn.Conv1d(channels, channels, 3, dilation=dilation)
+
+        def forward(self, x):
+            y = F.relu(self.a(F.pad(x, (self.pad, 0))))
+            y = F.relu(self.b(F.pad(y, (self.pad, 0))))
+            return F.relu(x + y)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(32, 128, 1), *[Block(128, 2 ** i) for i in range(8)], nn.Conv1d(128, 32 * 32, 1))
+    steps = [(16, 4096), (64, 1024), (4, 16384), (32, 2048), (8, 8192), (48, 1536), (12, 6144), (24, 3072),
+             (6, 12288), (40, 1024)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for windows, length in steps:
+        series = torch.randn(windows, 32, length + 32, device="cuda", generator=gen).cumsum(-1) * 0.05
+        x = series[:, :, :length]
+        target = series.unfold(2, 32, 1)[:, :, 1:length + 1]  # (windows, 32, length, 32): the next 32 steps
+        pred = model(x).view(windows, 32, 32, length).permute(0, 1, 3, 2)
+        loss = F.mse_loss(pred, target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del series, x, target, pred, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
+def sinkhorn_ot_fit(torch):
+    """Entropic optimal transport in plain torch, fp32, no model: 8 rounds of batched point clouds (batch, n, m points
+    of 64 dimensions) from (16, 1,024, 1,024) to (1, 6,000, 5,000), squared-distance costs by `torch.cdist`, 60
+    log-domain Sinkhorn iterations (`logsumexp` over a fresh batch x n x m temporary each half-step), then the
+    transport cost. Recorded in the thirty-fourth session, unseen by the policy."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rounds = [(4, 2048, 2048), (16, 1024, 1024), (1, 6000, 5000), (2, 4096, 3000), (8, 1536, 1536),
+              (1, 4500, 4500), (6, 2048, 1024), (3, 3072, 2560)]
+    eps, iterations = 0.05, 60
+    start_recording(torch)
+    costs = []
+    for batch, n, m in rounds:
+        x = torch.randn(batch, n, 64, device="cuda", generator=gen)
+        y = torch.randn(batch, m, 64, device="cuda", generator=gen) + 0.5
+        cost = torch.cdist(x, y).pow(2) / 64
+        log_a = torch.full((batch, n), -float(torch.log(torch.tensor(float(n)))), device="cuda")
+        log_b = torch.full((batch, m), -float(torch.log(torch.tensor(float(m)))), device="cuda")
+        f = torch.zeros(batch, n, device="cuda")
+        g = torch.zeros(batch, m, device="cuda")
+        for _ in range(iterations):
+            f = eps * log_a - eps * torch.logsumexp((g[:, None, :] - cost) / eps, dim=2)
+            g = eps * log_b - eps * torch.logsumexp((f[:, :, None] - cost) / eps, dim=1)
+        plan = torch.exp((f[:, :, None] + g[:, None, :] - cost) / eps)
+        costs.append(float((plan * cost).sum().item()) / batch)
+        del x, y, cost, log_a, log_b, f, g, plan
+    return {"rounds": rounds, "costs": costs}
+
+
+def capsule_routing_train(torch):
+    """A capsule network with dynamic routing in plain torch, fp32 (CapsNet on 28 x 28 images: a 9 x 9 convolution to
+    256 channels, 32 x 6 x 6 primary capsules of 8, 10 class capsules of 16 by 3 routing iterations over the
+    (batch, 1,152, 10, 16) predictions, margin loss), Adam, 10 steps of 32 to 384 images. Recorded in the
+    thirty-fourth session, unseen by the policy."""
+    nn, F = torch.nn, torch.nn.functional
+
+    def squash(s, dim=-1):
+        norm2 = (s * s).sum(dim, keepdim=True)
+        return norm2 / (1 + norm2) * s / torch.sqrt(norm2 + 1e-8)
+
+    class CapsNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 256, 9)
+            self.primary = nn.Conv2d(256, 32 * 8, 9, stride=2)
+            self.w = nn.Parameter(0.01 * torch.randn(1, 1152, 10, 16, 8))
+
+        def forward(self, images):
+            u = self.primary(F.relu(self.conv(images)))  # (batch, 256, 6, 6)
+            u = squash(u.view(images.shape[0], 32, 8, 6, 6).permute(0, 1, 3, 4, 2).reshape(images.shape[0], 1152, 8))
+            u_hat = (self.w @ u[:, :, None, :, None]).squeeze(-1)  # (batch, 1152, 10, 16)
+            logits = torch.zeros(u_hat.shape[:3], device=images.device)
+            for i in range(3):
+                c = logits.softmax(dim=2)
+                v = squash((c[..., None] * u_hat).sum(1))  # (batch, 10, 16)
+                if i < 2:
+                    logits = logits + (u_hat * v[:, None]).sum(-1)
+            return v.norm(dim=-1)
+
+    torch.manual_seed(0)
+    model = CapsNet()
+    steps = [64, 128, 32, 256, 96, 384, 192, 48, 320, 160]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses = []
+    for batch in steps:
+        images = torch.rand(batch, 1, 28, 28, device="cuda", generator=gen)
+        labels = torch.randint(0, 10, (batch,), device="cuda", generator=gen)
+        lengths = model(images)
+        onehot = F.one_hot(labels, 10).float()
+        loss = (onehot * F.relu(0.9 - lengths) ** 2 + 0.5 * (1 - onehot) * F.relu(lengths - 0.1) ** 2).sum(1).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, lengths, onehot, loss
+    del model, opt
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -7322,7 +7557,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      unet3d_small_half_infer, pointcloud_seg_train, hires_denoise_half_infer,
                                      gru_tagger_train, vit_b16_bigbatch_half_infer, embedding_bag_bigtable_train,
                                      lowrank_svd_fit, bigimage_conv_half_infer, matrix_chain_fp64_fit,
-                                     lookup_table_infer, knn_bigbank_search)}
+                                     lookup_table_infer, knn_bigbank_search,
+                                     falcon_small_sample_generate, gemma_small_greedy_generate,
+                                     mobilebert_qa_infer, hubert_ctc_infer, esm_protein_embed_infer,
+                                     tcn_forecast_train, sinkhorn_ot_fit, capsule_routing_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
