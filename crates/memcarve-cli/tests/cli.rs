@@ -621,19 +621,22 @@ fn replay_json_splits_the_peak_committed_bytes() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace but three (229 of the 232 in traces/): requests larger than a block get blocks of their own size in
+/// shipped trace but four (236 of the 240 in traces/): requests larger than a block get blocks of their own size in
 /// their pool, which serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes
 /// vary (12 traces were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md,
 /// "Thirteenth session"). Two, heaps of about 1 GiB recorded in the thirty-second session, are one operation over
 /// (conv3d_volume_infer 16 against 15, sr_conv_half_infer 14 against 13), and bigimage_conv_half_infer (thirty-third
-/// session: activations of 2.3 to 4 GiB, four of them larger than a Vulkan allocation may be) makes 9 against 7:
-/// they are held to those counts, so that the test still fails if block mode does worse on them.
+/// session: activations of 2.3 to 4 GiB, four of them larger than a Vulkan allocation may be) makes 9 against 7,
+/// and capsule_routing_train (thirty-fourth session: a heap of 5 GiB whose largest requests change size with the
+/// batch, from 360 MiB to 2.1 GiB) 44 against 33: they are held to those counts, so that the test still fails if
+/// block mode does worse on them.
 #[test]
 fn block_mode_stays_within_the_call_limit_on_every_shipped_trace() {
     let known_over = [
         ("conv3d_volume_infer.pickle.gz", 16),
         ("sr_conv_half_infer.pickle.gz", 14),
         ("bigimage_conv_half_infer.pickle.gz", 9),
+        ("capsule_routing_train.pickle.gz", 44),
     ];
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../traces");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -710,8 +713,9 @@ fn default_policy_meets_the_goal_on_gpt2_generate_where_the_shared_trace_is() {
 /// and wavenet_conv1d_train (recorded in the twenty-fifth session; 80 against a limit of 72); on memory again,
 /// phi_small_sample_generate (recorded in the twenty-sixth session; 1.051 ×). Unseen recordings of later sessions:
 /// bert_tiny_ner_infer (35 operations of 31) and gpt2_tiny_sample_generate (1.067 ×) of the thirty-first,
-/// fft_filter_small_infer (1.059 ×) of the thirty-second and gru_tagger_train (23 operations of 18) of the
-/// thirty-third.
+/// fft_filter_small_infer (1.059 ×) of the thirty-second, gru_tagger_train (23 operations of 18) of the
+/// thirty-third, and of the thirty-fourth capsule_routing_train (38 operations of 33), falcon_small_sample_generate
+/// (26 of 22) and mobilebert_qa_infer (1.061 ×).
 #[test]
 fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
     // (trace, overhead at most, driver operations at most)
@@ -740,6 +744,9 @@ fn default_policy_does_not_regress_where_the_goal_is_not_met_yet() {
         ("gpt2_tiny_sample_generate.pickle.gz", 1.0671, 27),
         ("fft_filter_small_infer.pickle.gz", 1.0595, 6),
         ("gru_tagger_train.pickle.gz", 1.0398, 23),
+        ("capsule_routing_train.pickle.gz", 1.0400, 38),
+        ("falcon_small_sample_generate.pickle.gz", 1.0490, 26),
+        ("mobilebert_qa_infer.pickle.gz", 1.0610, 30),
     ];
     let names: Vec<&str> = ceilings.iter().map(|&(name, _, _)| name).collect();
     let (_, rows) = replay_json(&[], &names);

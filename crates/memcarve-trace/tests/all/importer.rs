@@ -552,6 +552,21 @@ fn thirty_third_session_second_recordings_match_an_independent_walk_and_the_reco
     check_recorded("knn_bigbank_search.pickle.gz", (1_530, 4_187.3, 6_380.0, 1.524), 8, 1);
 }
 
+/// The thirty-fourth session's recordings (2026-12-04 18:50-18:52 UTC), unseen, written for the regime where the
+/// goal's misses are: decoders of 190 to 250 MiB generating (Falcon, Gemma), encoders of 150 MiB to 0.9 GiB
+/// (MobileBERT, HuBERT, ESM), and plain-torch heaps of 0.5 to 5 GiB (a TCN, Sinkhorn iterations, a capsule network).
+#[test]
+fn thirty_fourth_session_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("falcon_small_sample_generate.pickle.gz", (52_994, 247.9, 286.0, 1.154), 15, 1);
+    check_recorded("gemma_small_greedy_generate.pickle.gz", (52_443, 193.6, 216.0, 1.116), 18, 1);
+    check_recorded("mobilebert_qa_infer.pickle.gz", (13_075, 147.1, 182.0, 1.237), 31, 2);
+    check_recorded("hubert_ctc_infer.pickle.gz", (2_709, 894.7, 1_788.0, 1.998), 27, 2);
+    check_recorded("esm_protein_embed_infer.pickle.gz", (5_915, 268.8, 500.0, 1.860), 33, 2);
+    check_recorded("tcn_forecast_train.pickle.gz", (2_685, 2_635.7, 4_058.0, 1.540), 66, 0);
+    check_recorded("sinkhorn_ot_fit.pickle.gz", (11_737, 507.5, 1_004.0, 1.978), 12, 1);
+    check_recorded("capsule_routing_train.pickle.gz", (2_098, 5_186.8, 9_770.0, 1.884), 22, 2);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
