@@ -7486,6 +7486,285 @@ def capsule_routing_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def pipeline_stages_infer(torch):
+    """A two-stage pipeline in plain torch, fp16, inference: an MLP tower of 12 layers 2,048 wide split in two halves,
+    each half on a stream of its own; every batch is cut into 4 micro-batches that flow from the first stage's
+    stream to the second's (handed over with events and `record_stream`), and the outputs are gathered on the
+    default stream; 10 batches of 256 to 4,096 rows. Recorded in the thirty-fourth session, unseen by the policy."""
+    nn = torch.nn
+    torch.manual_seed(0)
+
+    def half():
+        return nn.Sequential(*[nn.Sequential(nn.Linear(2048, 2048), nn.GELU()) for _ in range(6)])
+
+    first, second = half(), half()
+    batches = [1024, 256, 4096, 512, 2048, 3072, 768, 4096, 1536, 384]
+    start_recording(torch)
+    first, second = first.to("cuda", torch.float16).eval(), second.to("cuda", torch.float16).eval()
+    main, stage1, stage2 = torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.Stream()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for rows in batches:
+            x = torch.randn(rows, 2048, device="cuda", generator=gen, dtype=torch.float16)
+            stage1.wait_stream(main)
+            outputs = []
+            for part in x.chunk(4):
+                with torch.cuda.stream(stage1):
+                    part.record_stream(stage1)
+                    middle = first(part)
+                done = stage1.record_event()
+                stage2.wait_event(done)
+                with torch.cuda.stream(stage2):
+                    middle.record_stream(stage2)
+                    out = second(middle)
+                outputs.append(out)
+                del middle, out
+            main.wait_stream(stage2)
+            for out in outputs:
+                out.record_stream(main)
+            y = torch.cat(outputs)
+            checksum += float(y.float().mean().item())
+            del x, outputs, y
+    torch.cuda.synchronize()
+    del first, second
+    return {"batches": batches, "checksum": checksum,
+            "streams": {"stage1": stage1.cuda_stream, "stage2": stage2.cuda_stream}}
+
+
+def stream_per_request_embed_infer(torch):
+    """Sentence embeddings served with a stream per request: a BERT-small-sized encoder through transformers
+    (`BertModel(BertConfig(...))`: 4 layers, 512 wide, 8 heads), fp16; 6 rounds of 4 concurrent requests, each
+    request (16 to 256 sentences of 32 to 384 tokens) encoded and mean-pooled on its own of 4 streams, the
+    embeddings handed to the default stream (`record_stream`) and scored against each other there. Recorded in the
+    thirty-fourth session, unseen by the policy."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048)
+    model = BertModel(config, add_pooling_layer=False).eval()
+    rounds = [[(64, 128), (16, 384), (256, 32), (32, 256)], [(128, 64), (8, 384), (48, 192), (96, 96)],
+              [(256, 48), (32, 320), (16, 128), (64, 160)], [(24, 384), (192, 64), (128, 32), (40, 224)],
+              [(16, 256), (80, 128), (160, 96), (12, 384)], [(112, 144), (36, 288), (200, 40), (56, 200)]]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    main = torch.cuda.current_stream()
+    streams = [torch.cuda.Stream() for _ in range(4)]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.inference_mode():
+        for requests in rounds:
+            inputs = []
+            for sentences, tokens in requests:
+                ids = torch.randint(1000, config.vocab_size, (sentences, tokens), device="cuda", generator=gen)
+                lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
+                inputs.append((ids, (torch.arange(tokens, device="cuda")[None] < lengths).long()))
+                del ids, lengths
+            embeddings = []
+            for stream, (ids, mask) in zip(streams, inputs):
+                stream.wait_stream(main)
+                with torch.cuda.stream(stream):
+                    ids.record_stream(stream)
+                    mask.record_stream(stream)
+                    hidden = model(input_ids=ids * mask, attention_mask=mask).last_hidden_state
+                    weights = mask[:, :, None].to(hidden.dtype)
+                    pooled = torch.nn.functional.normalize(((hidden * weights).sum(1) / weights.sum(1)).float(), dim=1)
+                    del hidden, weights
+                embeddings.append(pooled)
+                del pooled
+            for stream, pooled in zip(streams, embeddings):
+                main.wait_stream(stream)
+                pooled.record_stream(main)
+            joined = torch.cat(embeddings)
+            checksum += float((joined @ joined.T).mean().item())
+            del inputs, embeddings, joined, ids, mask
+    torch.cuda.synchronize()
+    del model
+    return {"rounds": rounds, "checksum": checksum, "streams": [s.cuda_stream for s in streams]}
+
+
+def async_snapshot_train(torch):
+    """A causal language model in plain torch (8 layers, 1,024 wide, 16 heads, 32k vocabulary: 160 M parameters),
+    bf16 autocast, AdamW, 10 steps of (batch, tokens) from (4, 1,024) to (32, 128), with an asynchronous snapshot
+    every 3 steps as a checkpointer would take it: on a side stream, every parameter and both Adam moments copied
+    into fresh GPU buffers, which are kept (as if waiting for the host copy) until the next snapshot replaces them.
+    Recorded in the thirty-fourth session, unseen by the policy."""
+    torch.manual_seed(0)
+    vocab = 32000
+    model = decoder_lm(torch, 1024, 8, 16, vocab)
+    steps = [(4, 1024), (16, 256), (32, 128), (8, 512), (2, 2048), (16, 384), (8, 768), (32, 128), (4, 1024),
+             (24, 192)]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    main, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses, snapshot = [], None
+    for index, (batch, tokens) in enumerate(steps):
+        ids = torch.randint(0, vocab, (batch, tokens + 1), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del ids, loss
+        if index % 3 == 2:
+            side.wait_stream(main)
+            with torch.cuda.stream(side):
+                tensors = [p.detach() for p in model.parameters()]
+                tensors += [v for state in opt.state.values() for v in state.values() if v.is_cuda and v.dim() > 0]
+                fresh = [t.clone() for t in tensors]
+                del tensors
+            snapshot = fresh  # the previous snapshot's buffers are freed here
+            del fresh
+            main.wait_stream(side)
+    torch.cuda.synchronize()
+    del model, opt, snapshot
+    return {"steps": steps, "losses": losses, "streams": {"side": side.cuda_stream}}
+
+
+def side_eval_train(torch):
+    """torchvision ResNet-34 training on 100 classes, SGD with momentum, fp16 autocast with GradScaler,
+    channels-last, 12 steps of 32 to 192 images of 160 pixels, and after every third step an evaluation pass of 64
+    to 256 held-out images on a side stream (inference mode, the accuracy read back on the default stream).
+    Recorded in the thirty-fourth session, unseen by the policy."""
+    import torchvision
+
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    model = torchvision.models.resnet34(num_classes=100)
+    steps = [64, 128, 32, 192, 96, 160, 48, 128, 192, 64, 112, 176]
+    evals = [128, 256, 64, 192]
+    start_recording(torch)
+    model = model.cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    main, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    losses, accuracies = [], []
+    for index, batch in enumerate(steps):
+        model.train()
+        images = torch.randn(batch, 3, 160, 160, device="cuda", generator=gen).contiguous(
+            memory_format=torch.channels_last)
+        labels = torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = F.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, loss
+        if index % 3 == 2:
+            model.eval()
+            count = evals[index // 3]
+            side.wait_stream(main)
+            with torch.cuda.stream(side), torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16):
+                images = torch.randn(count, 3, 160, 160, device="cuda", generator=gen).contiguous(
+                    memory_format=torch.channels_last)
+                labels = torch.randint(0, 100, (count,), device="cuda", generator=gen)
+                correct = (model(images).argmax(1) == labels).sum()
+                del images, labels
+            main.wait_stream(side)
+            correct.record_stream(main)
+            accuracies.append(int(correct.item()) / count)
+            del correct
+    torch.cuda.synchronize()
+    del model, opt, scaler
+    return {"steps": steps, "losses": losses, "accuracies": accuracies, "streams": {"side": side.cuda_stream}}
+
+
+def two_stream_sample_generate(torch):
+    """Two small GPT-2-style decoders (`GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=512, n_head=8))`) serving in
+    turn on two streams of their own, fp16, `generate` with top-k sampling: 4 rounds, each a request to the first
+    model on its stream and one to the second on the other, (batch, prompt, new tokens) from (2, 192, 40) to
+    (16, 48, 24). Recorded in the thirty-fourth session, unseen by the policy."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=6, n_embd=512, n_head=8)
+    models = [GPT2LMHeadModel(config).eval(), GPT2LMHeadModel(config).eval()]
+    rounds = [((4, 128, 32), (2, 192, 40)), ((16, 48, 24), (8, 96, 32)), ((2, 256, 40), (12, 64, 24)),
+              ((8, 160, 32), (16, 32, 28))]
+    start_recording(torch)
+    models = [model.to("cuda", torch.float16) for model in models]
+    main = torch.cuda.current_stream()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for index, pair in enumerate(rounds):
+            for model, stream, (batch, prompt, new) in zip(models, streams, pair):
+                torch.manual_seed(index)
+                stream.wait_stream(main)
+                with torch.cuda.stream(stream):
+                    ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+                    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                         min_new_tokens=new, do_sample=True, top_k=50, pad_token_id=0)
+                    shapes.append(list(out.shape))
+                    token_sum += int(out.sum().item())
+                    del ids, out
+                main.wait_stream(stream)
+    torch.cuda.synchronize()
+    del models
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum,
+            "streams": [s.cuda_stream for s in streams]}
+
+
+def prefetch_augment_train(torch):
+    """torchvision ResNet-18 training on 10 classes at 96 pixels with the input pipeline on a copy stream one batch
+    ahead: uint8 batches from pinned host memory copied, random-cropped, flipped and normalised there, handed to the
+    default stream (events and `record_stream`); SGD with momentum, bf16 autocast, channels-last, 14 steps of 64 to
+    512 images. Recorded in the thirty-fourth session, unseen by the policy."""
+    import torchvision
+
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=10)
+    batches = [128, 64, 256, 512, 96, 384, 192, 64, 448, 320, 128, 256, 512, 160]
+    host = [torch.randint(0, 256, (b, 3, 112, 112), dtype=torch.uint8).pin_memory() for b in batches]
+    start_recording(torch)
+    model = model.cuda().to(memory_format=torch.channels_last).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    main, copy_stream = torch.cuda.current_stream(), torch.cuda.Stream()
+    mean = torch.tensor([0.49, 0.48, 0.45], device="cuda").view(1, 3, 1, 1) * 255
+    std = torch.tensor([0.25, 0.24, 0.26], device="cuda").view(1, 3, 1, 1) * 255
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    torch.cuda.synchronize()  # the copy stream uses them
+
+    def load(i):
+        with torch.cuda.stream(copy_stream):
+            raw = host[i].to("cuda", non_blocking=True)
+            top, left = (int(v) for v in torch.randint(0, 17, (2,), device="cuda", generator=gen).tolist())
+            crop = raw[:, :, top:top + 96, left:left + 96].float()
+            crop = torch.where(torch.rand(crop.shape[0], 1, 1, 1, device="cuda", generator=gen) < 0.5,
+                               crop.flip(3), crop)
+            images = ((crop - mean) / std).contiguous(memory_format=torch.channels_last)
+            labels = torch.randint(0, 10, (crop.shape[0],), device="cuda", generator=gen)
+            del raw, crop
+        return images, labels, copy_stream.record_event()
+
+    losses, pending = [], load(0)
+    for i in range(len(batches)):
+        images, labels, ready = pending
+        main.wait_event(ready)
+        images.record_stream(main)
+        labels.record_stream(main)
+        if i + 1 < len(batches):
+            pending = load(i + 1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, ready, loss
+    torch.cuda.synchronize()
+    del model, opt, pending
+    return {"batches": batches, "losses": losses, "streams": {"copy": copy_stream.cuda_stream}}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -7560,7 +7839,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      lookup_table_infer, knn_bigbank_search,
                                      falcon_small_sample_generate, gemma_small_greedy_generate,
                                      mobilebert_qa_infer, hubert_ctc_infer, esm_protein_embed_infer,
-                                     tcn_forecast_train, sinkhorn_ot_fit, capsule_routing_train)}
+                                     tcn_forecast_train, sinkhorn_ot_fit, capsule_routing_train,
+                                     pipeline_stages_infer, stream_per_request_embed_infer, async_snapshot_train,
+                                     side_eval_train, two_stream_sample_generate, prefetch_augment_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
