@@ -567,6 +567,24 @@ fn thirty_fourth_session_recordings_match_an_independent_walk_and_the_recording_
     check_recorded("capsule_routing_train.pickle.gz", (2_098, 5_186.8, 9_770.0, 1.884), 22, 2);
 }
 
+/// The thirty-fourth session's second recordings (2026-12-04 19:16-19:18 UTC), unseen, each allocating on two to
+/// five streams: pipelined stages, a stream per request, side-stream snapshots and evaluation, two decoders each on
+/// its own stream, input prefetch in training.
+#[test]
+fn thirty_fourth_session_recordings_on_several_streams_match_an_independent_walk_and_the_recording_script() {
+    for (name, figures, segment_ops, live_at_end, streams) in [
+        ("pipeline_stages_infer.pickle.gz", (1_048, 242.0, 328.0, 1.355), 22, 9, 3),
+        ("stream_per_request_embed_infer.pickle.gz", (3_178, 394.7, 1_548.0, 3.922), 58, 21, 5),
+        ("async_snapshot_train.pickle.gz", (8_453, 8_143.8, 11_572.0, 1.421), 269, 3, 2),
+        ("side_eval_train.pickle.gz", (8_040, 1_954.3, 3_034.0, 1.552), 86, 6, 2),
+        ("two_stream_sample_generate.pickle.gz", (57_988, 280.9, 398.0, 1.417), 40, 4, 3),
+        ("prefetch_augment_train.pickle.gz", (5_990, 1_321.1, 1_816.0, 1.375), 52, 5, 2),
+    ] {
+        check_recorded_on_streams(name, figures, segment_ops, live_at_end);
+        assert_eq!(distinct_streams(name), streams, "{name}");
+    }
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
