@@ -7765,6 +7765,149 @@ def prefetch_augment_train(torch):
     return {"batches": batches, "losses": losses, "streams": {"copy": copy_stream.cuda_stream}}
 
 
+def small_cnn_cifar_train(torch):
+    """A small CNN in plain torch (three blocks of two 3 x 3 convolutions, 32 / 64 / 128 channels, batch norm, max
+    pooling, a 10-way head) on 32-pixel images, fp32, Adam, 16 steps of 64 to 512 images. Recorded in the
+    thirty-fourth session as a small heap, unseen by the policy."""
+    nn = torch.nn
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                             nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(block(3, 32), block(32, 64), block(64, 128), nn.Flatten(), nn.Linear(128 * 16, 10))
+    steps = [128, 64, 256, 512, 96, 384, 192, 64, 448, 320, 128, 256, 512, 160, 224, 288]
+
+    def make_batch(batch, gen):
+        images = torch.randn(batch, 3, 32, 32, device="cuda", generator=gen)
+        return images, torch.randint(0, 10, (batch,), device="cuda", generator=gen)
+
+    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps, make_batch)
+    return {"steps": steps, "losses": losses}
+
+
+def distilbert_tiny_sentiment_infer(torch):
+    """Sentence classification with a tiny DistilBERT-style encoder through transformers
+    (`DistilBertForSequenceClassification(DistilBertConfig(...))`: 4 layers, 256 wide, 4 heads, 30k vocabulary, 2
+    labels), fp16, 12 batches of (sentences, tokens) from (256, 32) to (8, 512), padded on the right. Recorded in the
+    thirty-fourth session as a small heap, unseen by the policy."""
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = DistilBertConfig(dim=256, n_layers=4, n_heads=4, hidden_dim=1024, num_labels=2)
+    model = DistilBertForSequenceClassification(config).eval()
+    batches = [(64, 128), (256, 32), (8, 512), (32, 256), (128, 64), (16, 384), (96, 96), (4, 512), (48, 160),
+               (192, 48), (24, 320), (160, 40)]
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    positive = 0
+    with torch.inference_mode():
+        for sentences, tokens in batches:
+            ids = torch.randint(1000, config.vocab_size, (sentences, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            logits = model(input_ids=ids * mask, attention_mask=mask).logits
+            positive += int(logits.argmax(-1).sum().item())
+            del ids, lengths, mask, logits
+    del model
+    return {"batches": batches, "positive": positive}
+
+
+def gru_char_sample_generate(torch):
+    """Character-level text sampling with a GRU in plain torch (a 256-symbol embedding of 128, two layers of 512, a
+    256-way head), fp32, a symbol at a time with temperature sampling: 4 rounds of (streams, symbols) from (8, 400)
+    to (64, 120), each from a random 32-symbol prompt. Recorded in the thirty-fourth session as a small heap, unseen
+    by the policy."""
+    nn = torch.nn
+    torch.manual_seed(0)
+    embed, gru, head = nn.Embedding(256, 128), nn.GRU(128, 512, num_layers=2, batch_first=True), nn.Linear(512, 256)
+    rounds = [(8, 400), (64, 120), (32, 200), (16, 300)]
+    start_recording(torch)
+    embed, gru, head = embed.cuda(), gru.cuda(), head.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for streams, symbols in rounds:
+            prompt = torch.randint(0, 256, (streams, 32), device="cuda", generator=gen)
+            out, state = gru(embed(prompt))
+            token = torch.multinomial((head(out[:, -1]) / 0.8).softmax(-1), 1, generator=gen)
+            text = [token]
+            for _ in range(symbols - 1):
+                out, state = gru(embed(token), state)
+                token = torch.multinomial((head(out[:, -1]) / 0.8).softmax(-1), 1, generator=gen)
+                text.append(token)
+            checksum += int(torch.cat(text, 1).sum().item())
+            del prompt, out, state, token, text
+    del embed, gru, head
+    return {"rounds": rounds, "checksum": checksum}
+
+
+def t5_tiny_greedy_summarize(torch):
+    """A tiny T5-style encoder-decoder through transformers (`T5ForConditionalGeneration(T5Config(...))`: 4 + 4
+    layers, 256 wide, 4 heads, feed-forward 1,024, 32k vocabulary), bf16, greedy `generate` of summaries: 4 rounds
+    (batch, input length, new tokens) from (4, 512, 48) to (32, 96, 24), inputs with random padding. Recorded in the
+    thirty-fourth session as a small heap, unseen by the policy."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=32128, d_model=256, d_kv=64, d_ff=1024, num_layers=4, num_decoder_layers=4,
+                      num_heads=4, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    rounds = [(8, 256, 40), (4, 512, 48), (32, 96, 24), (16, 192, 32)]  # batch, input length, new tokens
+    return generate_padded_rounds(torch, T5ForConditionalGeneration(config).eval(), rounds, config.vocab_size)
+
+
+def vit_tiny_half_infer(torch):
+    """A ViT-Tiny-sized vision transformer (torchvision `VisionTransformer`: 12 layers, 192 wide, 3 heads, patches of
+    16 on 224-pixel images, 1,000 classes) in fp16, inference at batches of 1 to 64 (10 shapes, each twice).
+    Recorded in the thirty-fourth session as a small heap, unseen by the policy."""
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    torch.manual_seed(0)
+    model = VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192,
+                              mlp_dim=768).eval()
+    checksum = 0
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    batches = [8, 1, 32, 64, 4, 16, 48, 2, 24, 40]
+    with torch.inference_mode():
+        for batch in batches + batches:
+            images = torch.randn(batch, 3, 224, 224, device="cuda", generator=gen, dtype=torch.float16)
+            checksum += int(model(images).argmax(-1).sum().item())
+            del images
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def keyword_lstm_train(torch):
+    """Keyword spotting on filterbank features in plain torch: 40 features a frame through two LSTM layers of 256
+    and a 12-way head on the last frame, fp32, Adam, 14 steps of (clips, frames) from (256, 50) to (32, 400).
+    Recorded in the thirty-fourth session as a small heap, unseen by the policy."""
+    nn = torch.nn
+
+    class Spotter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.head = nn.LSTM(40, 256, num_layers=2, batch_first=True), nn.Linear(256, 12)
+
+        def forward(self, x):
+            return self.head(self.lstm(x)[0][:, -1])
+
+    torch.manual_seed(0)
+    model = Spotter()
+    steps = [(64, 100), (256, 50), (32, 400), (128, 100), (16, 300), (192, 75), (48, 200), (96, 150), (256, 60),
+             (24, 350), (160, 80), (64, 250), (128, 120), (40, 300)]
+    def make_batch(step, gen):
+        clips, frames = step
+        x = torch.randn(clips, frames, 40, device="cuda", generator=gen)
+        return x, torch.randint(0, 12, (clips,), device="cuda", generator=gen)
+
+    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps, make_batch)
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -7841,7 +7984,9 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      mobilebert_qa_infer, hubert_ctc_infer, esm_protein_embed_infer,
                                      tcn_forecast_train, sinkhorn_ot_fit, capsule_routing_train,
                                      pipeline_stages_infer, stream_per_request_embed_infer, async_snapshot_train,
-                                     side_eval_train, two_stream_sample_generate, prefetch_augment_train)}
+                                     side_eval_train, two_stream_sample_generate, prefetch_augment_train,
+                                     small_cnn_cifar_train, distilbert_tiny_sentiment_infer, gru_char_sample_generate,
+                                     t5_tiny_greedy_summarize, vit_tiny_half_infer, keyword_lstm_train)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
