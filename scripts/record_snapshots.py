@@ -7899,6 +7899,7 @@ def keyword_lstm_train(torch):
     model = Spotter()
     steps = [(64, 100), (256, 50), (32, 400), (128, 100), (16, 300), (192, 75), (48, 200), (96, 150), (256, 60),
              (24, 350), (160, 80), (64, 250), (128, 120), (40, 300)]
+
     def make_batch(step, gen):
         clips, frames = step
         x = torch.randn(clips, frames, 40, device="cuda", generator=gen)
