@@ -585,6 +585,18 @@ fn thirty_fourth_session_recordings_on_several_streams_match_an_independent_walk
     }
 }
 
+/// The thirty-fourth session's third recordings (2026-12-04 19:59-20:00 UTC), unseen, written as small heaps (four
+/// came out at 105 to 146 MiB of peak live bytes; a CNN and a keyword spotter at 1.4 GiB and 402 MiB).
+#[test]
+fn thirty_fourth_session_small_heap_recordings_match_an_independent_walk_and_the_recording_script() {
+    check_recorded("small_cnn_cifar_train.pickle.gz", (2_287, 1_451.7, 2_360.0, 1.626), 20, 3);
+    check_recorded("distilbert_tiny_sentiment_infer.pickle.gz", (1_515, 104.9, 154.0, 1.469), 15, 2);
+    check_recorded("gru_char_sample_generate.pickle.gz", (19_414, 145.9, 188.0, 1.288), 8, 2);
+    check_recorded("t5_tiny_greedy_summarize.pickle.gz", (45_034, 122.7, 156.0, 1.271), 22, 1);
+    check_recorded("vit_tiny_half_infer.pickle.gz", (5_322, 122.3, 164.0, 1.341), 16, 2);
+    check_recorded("keyword_lstm_train.pickle.gz", (622, 402.4, 964.0, 2.396), 16, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
