@@ -3886,6 +3886,29 @@ def lraspp_segment_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def classify_padded(torch, model, vocab_size, batches, forward, count):
+    """Records from before `model` (an encoder built on the CPU by the caller, passed as its only reference so that it
+    is freed here) moves to the GPU in fp16, then runs each (sentences, tokens) batch of random ids padded on the
+    right from a random length of at least a quarter of the batch's: `forward(model, ids, mask)` runs the model on
+    `ids * mask` (the padding zeroed: a temporary for the call alone) and gives what is kept of the output,
+    `count(kept, mask)` an integer for the checksum. The inputs are freed, then what was kept. Returns the sum of the
+    counts."""
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    total = 0
+    with torch.inference_mode():
+        for sentences, tokens in batches:
+            ids = torch.randint(1000, vocab_size, (sentences, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
+            kept = forward(model, ids, mask)
+            total += count(kept, mask)
+            del ids, lengths, mask, kept
+    del model
+    return total
+
+
 def answer_spans(torch, model, vocab_size, batches, ordered):
     """Records from before `model` (an extractive question-answering model built on the CPU by the caller, passed as
     its only reference so that it is freed here) moves to the GPU in fp16, then answers each (questions, tokens)
@@ -6618,22 +6641,12 @@ def bert_tiny_ner_infer(torch):
     torch.manual_seed(0)
     config = BertConfig(hidden_size=312, num_hidden_layers=4, num_attention_heads=12, intermediate_size=1200,
                         num_labels=9)
-    model = BertForTokenClassification(config).eval()
     batches = [(64, 128), (256, 32), (8, 512), (32, 256), (128, 64), (16, 384), (96, 96), (48, 192), (4, 512),
                (192, 48), (24, 320), (160, 80)]
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    tagged = 0
-    with torch.inference_mode():
-        for sentences, tokens in batches:
-            ids = torch.randint(1000, config.vocab_size, (sentences, tokens), device="cuda", generator=gen)
-            lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
-            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
-            labels = model(input_ids=ids * mask, attention_mask=mask).logits.argmax(-1)
-            tagged += int(((labels > 0) & (mask > 0)).sum().item())
-            del ids, lengths, mask, labels
-    del model
+    tagged = classify_padded(
+        torch, BertForTokenClassification(config).eval(), config.vocab_size, batches,
+        forward=lambda model, ids, mask: model(input_ids=ids * mask, attention_mask=mask).logits.argmax(-1),
+        count=lambda labels, mask: int(((labels > 0) & (mask > 0)).sum().item()))
     return {"batches": batches, "tagged": tagged}
 
 
@@ -7796,22 +7809,12 @@ def distilbert_tiny_sentiment_infer(torch):
 
     torch.manual_seed(0)
     config = DistilBertConfig(dim=256, n_layers=4, n_heads=4, hidden_dim=1024, num_labels=2)
-    model = DistilBertForSequenceClassification(config).eval()
     batches = [(64, 128), (256, 32), (8, 512), (32, 256), (128, 64), (16, 384), (96, 96), (4, 512), (48, 160),
                (192, 48), (24, 320), (160, 40)]
-    start_recording(torch)
-    model = model.to("cuda", torch.float16)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    positive = 0
-    with torch.inference_mode():
-        for sentences, tokens in batches:
-            ids = torch.randint(1000, config.vocab_size, (sentences, tokens), device="cuda", generator=gen)
-            lengths = torch.randint(tokens // 4, tokens + 1, (sentences, 1), device="cuda", generator=gen)
-            mask = (torch.arange(tokens, device="cuda")[None] < lengths).long()
-            logits = model(input_ids=ids * mask, attention_mask=mask).logits
-            positive += int(logits.argmax(-1).sum().item())
-            del ids, lengths, mask, logits
-    del model
+    positive = classify_padded(
+        torch, DistilBertForSequenceClassification(config).eval(), config.vocab_size, batches,
+        forward=lambda model, ids, mask: model(input_ids=ids * mask, attention_mask=mask).logits,
+        count=lambda logits, mask: int(logits.argmax(-1).sum().item()))
     return {"batches": batches, "positive": positive}
 
 
