@@ -7912,6 +7912,144 @@ def keyword_lstm_train(torch):
     return {"steps": steps, "losses": losses}
 
 
+def gptj_small_sample_generate(torch):
+    """A small GPT-J-style decoder through transformers (`GPTJForCausalLM(GPTJConfig(...))`: 8 layers 768 wide, 12
+    heads with rotary embeddings on 32 dimensions, parallel attention and MLP, 50k vocabulary), fp16, `generate`
+    sampling the 50 likeliest tokens for 4 rounds (batch, prompt, new tokens) from (1, 512, 64) to (16, 48, 32).
+    Recorded in the thirty-fifth session to judge a 4.5 % slack, unseen by the policy."""
+    from transformers import GPTJConfig, GPTJForCausalLM
+
+    torch.manual_seed(0)
+    config = GPTJConfig(vocab_size=50400, n_positions=2048, n_embd=768, n_layer=8, n_head=12, rotary_dim=32)
+    rounds = [(4, 128, 48), (16, 48, 32), (1, 512, 64), (8, 96, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GPTJForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
+
+
+def stablelm_small_greedy_generate(torch):
+    """A small StableLM-style decoder through transformers (`StableLmForCausalLM(StableLmConfig(...))`: 8 layers 640
+    wide, 10 heads, partial rotary embeddings, SwiGLU of 1,792, 50k vocabulary), fp16, greedy `generate` for 4 rounds
+    (batch, prompt, new tokens) from (2, 384, 56) to (24, 32, 24). Recorded in the thirty-fifth session to judge a
+    4.5 % slack, unseen by the policy."""
+    from transformers import StableLmConfig, StableLmForCausalLM
+
+    torch.manual_seed(0)
+    config = StableLmConfig(vocab_size=50304, hidden_size=640, intermediate_size=1792, num_hidden_layers=8,
+                            num_attention_heads=10, num_key_value_heads=10, max_position_embeddings=2048)
+    rounds = [(6, 160, 40), (24, 32, 24), (2, 384, 56), (12, 80, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, StableLmForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def codegen_small_beam_generate(torch):
+    """A small CodeGen-style decoder through transformers (`CodeGenForCausalLM(CodeGenConfig(...))`: 6 layers 512
+    wide, 8 heads with rotary embeddings on 32 dimensions, 51k vocabulary), fp16, beam search of 3 beams for 4 rounds
+    (batch, prompt, new tokens) from (1, 256, 40) to (4, 64, 24). Recorded in the thirty-fifth session to judge a
+    4.5 % slack, unseen by the policy."""
+    from transformers import CodeGenConfig, CodeGenForCausalLM
+
+    torch.manual_seed(0)
+    config = CodeGenConfig(vocab_size=51200, n_positions=2048, n_embd=512, n_layer=6, n_head=8, rotary_dim=32)
+    rounds = [(2, 128, 32), (4, 64, 24), (1, 256, 40), (3, 96, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, CodeGenForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           num_beams=3, do_sample=False, pad_token_id=0)
+
+
+def mbart_small_sample_translate(torch):
+    """A small mBART-style encoder-decoder through transformers (`MBartForConditionalGeneration(MBartConfig(...))`: 4
+    + 4 layers 384 wide, 6 heads, feed-forward 1,536, 32k vocabulary), bf16, `generate` sampling with nucleus 0.9 for
+    4 rounds (batch, input length, new tokens) from (4, 320, 56) to (32, 48, 24), inputs with random padding.
+    Recorded in the thirty-fifth session to judge a 4.5 % slack, unseen by the policy."""
+    from transformers import MBartConfig, MBartForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = MBartConfig(vocab_size=32000, d_model=384, encoder_layers=4, decoder_layers=4, encoder_attention_heads=6,
+                         decoder_attention_heads=6, encoder_ffn_dim=1536, decoder_ffn_dim=1536,
+                         max_position_embeddings=1024, pad_token_id=0, bos_token_id=2, eos_token_id=1,
+                         decoder_start_token_id=2)
+    rounds = [(8, 128, 40), (32, 48, 24), (4, 320, 56), (16, 96, 32)]  # batch, input length, new tokens
+    return generate_padded_rounds(torch, MBartForConditionalGeneration(config).eval(), rounds, config.vocab_size,
+                                  do_sample=True, top_p=0.9)
+
+
+def pegasus_small_greedy_summarize(torch):
+    """A small Pegasus-style encoder-decoder through transformers
+    (`PegasusForConditionalGeneration(PegasusConfig(...))`: 4 + 4 layers 512 wide, 8 heads, feed-forward 2,048, 32k
+    vocabulary), bf16, greedy `generate` of summaries for 4 rounds (batch, input length, new tokens) from (2, 768,
+    64) to (32, 96, 24), inputs with random padding. Recorded in the thirty-fifth session to judge a 4.5 % slack,
+    unseen by the policy."""
+    from transformers import PegasusConfig, PegasusForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = PegasusConfig(vocab_size=32000, d_model=512, encoder_layers=4, decoder_layers=4,
+                           encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+                           decoder_ffn_dim=2048, max_position_embeddings=1024, pad_token_id=0, eos_token_id=1,
+                           decoder_start_token_id=0)
+    rounds = [(4, 512, 48), (16, 192, 32), (2, 768, 64), (32, 96, 24)]  # batch, input length, new tokens
+    return generate_padded_rounds(torch, PegasusForConditionalGeneration(config).eval(), rounds, config.vocab_size)
+
+
+def deberta_small_classify_infer(torch):
+    """Sentence-pair classification with a small DeBERTa-v2-style encoder through transformers
+    (`DebertaV2ForSequenceClassification(DebertaV2Config(...))`: 6 layers 384 wide, 6 heads, disentangled relative
+    attention over 256 positions, 64k vocabulary, 3 labels), fp16, 12 batches of (pairs, tokens) from (256, 32) to
+    (8, 512), padded on the right. Recorded in the thirty-fifth session to judge a 4.5 % slack, unseen by the
+    policy."""
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    torch.manual_seed(0)
+    config = DebertaV2Config(vocab_size=64000, hidden_size=384, num_hidden_layers=6, num_attention_heads=6,
+                             intermediate_size=1536, relative_attention=True, position_buckets=256,
+                             pos_att_type=["p2c", "c2p"], max_relative_positions=-1, position_biased_input=False,
+                             num_labels=3)
+    batches = [(32, 256), (256, 32), (8, 512), (128, 64), (64, 128), (16, 384), (96, 96), (4, 512), (48, 160),
+               (192, 48), (24, 320), (160, 40)]
+    labelled = classify_padded(
+        torch, DebertaV2ForSequenceClassification(config).eval(), config.vocab_size, batches,
+        forward=lambda model, ids, mask: model(input_ids=ids * mask, attention_mask=mask).logits,
+        count=lambda logits, mask: int(logits.argmax(-1).sum().item()))
+    return {"batches": batches, "labelled": labelled}
+
+
+def swin_v2_tiny_half_infer(torch):
+    """torchvision Swin-V2-T (28 M parameters, windows of 8 on 256-pixel images, 1,000 classes) in fp16, inference
+    at batches of 1 to 48 (8 shapes, each twice). Recorded in the thirty-fifth session to judge a 4.5 % slack,
+    unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.swin_v2_t().eval()
+    checksum = 0
+    start_recording(torch)
+    model = model.to("cuda", torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    batches = [8, 1, 32, 16, 48, 4, 24, 2]
+    with torch.inference_mode():
+        for batch in batches + batches:
+            images = torch.randn(batch, 3, 256, 256, device="cuda", generator=gen, dtype=torch.float16)
+            checksum += int(model(images).argmax(-1).sum().item())
+            del images
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def convnext_small_train_mid(torch):
+    """torchvision ConvNeXt-S (50 M parameters) trained on 100 classes at 128 pixels, fp32, AdamW, 12 steps of 16 to
+    96 images. Recorded in the thirty-fifth session to judge a 4.5 % slack, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.convnext_small(num_classes=100)
+    steps = [32, 16, 64, 96, 48, 24, 80, 32, 64, 16, 96, 40]
+
+    def make_batch(batch, gen):
+        images = torch.randn(batch, 3, 128, 128, device="cuda", generator=gen)
+        return images, torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+
+    losses = train_steps(torch, model, lambda params: torch.optim.AdamW(params, lr=1e-4), steps, make_batch)
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -7990,7 +8128,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      pipeline_stages_infer, stream_per_request_embed_infer, async_snapshot_train,
                                      side_eval_train, two_stream_sample_generate, prefetch_augment_train,
                                      small_cnn_cifar_train, distilbert_tiny_sentiment_infer, gru_char_sample_generate,
-                                     t5_tiny_greedy_summarize, vit_tiny_half_infer, keyword_lstm_train)}
+                                     t5_tiny_greedy_summarize, vit_tiny_half_infer, keyword_lstm_train,
+                                     gptj_small_sample_generate, stablelm_small_greedy_generate,
+                                     codegen_small_beam_generate, mbart_small_sample_translate,
+                                     pegasus_small_greedy_summarize, deberta_small_classify_infer,
+                                     swin_v2_tiny_half_infer, convnext_small_train_mid)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
