@@ -52,6 +52,13 @@ class HeldOutGainTest(unittest.TestCase):
         self.assertTrue(all(gain <= 0 for gain in gains))
         self.assertTrue(any(gain < 0 for gain in gains))
 
+    def test_sign_test(self):
+        self.assertAlmostEqual(variant_cv.sign_test(5, 0), 1 / 32)
+        self.assertAlmostEqual(variant_cv.sign_test(8, 5), 2380 / 8192)  # 8 or more heads in 13 tosses
+        self.assertEqual(variant_cv.sign_test(0, 0), 1.0)
+        self.assertEqual(variant_cv.sign_test(0, 3), 1.0)
+        self.assertLess(variant_cv.sign_test(3, 0), variant_cv.sign_test(3, 1))
+
     def test_files_with_other_traces_are_refused(self):
         with tempfile.TemporaryDirectory() as folder:
             paths = []
@@ -66,7 +73,8 @@ class HeldOutGainTest(unittest.TestCase):
             result = subprocess.run([sys.executable, SCRIPT, paths[0], paths[0], "--splits", "5"],
                                     capture_output=True, text=True)
             self.assertEqual(result.returncode, 0, result.stderr)
-            self.assertIn("met on 1 of 2 (0 gained, 0 lost)", result.stdout)
+            self.assertIn("met on 1 of 2 (0 gained, 0 lost)\n", result.stdout)
+            self.assertIn("met on 1 of 2 (0 gained, 0 lost, sign test 1)", result.stdout)
             self.assertIn("over 5 splits: mean 0.00", result.stdout)
 
 
