@@ -71,8 +71,9 @@ def report(paths, splits, seed):
         lines.append(f"{path}: met on {sum(met(row) for row in rows.values())} of {len(rows)} "
                      f"({gained} gained, {lost} lost{test})")
     gains = held_out_gains(default, tables[1:], splits, seed)
-    lines.append(f"held-out gain of the best on half the traces, over {splits} splits: mean {statistics.mean(gains):.2f}, "
-                 f"median {statistics.median(gains):g}, above zero in {sum(g > 0 for g in gains)}, "
+    lines.append(f"held-out gain of the best on half the traces, over {splits} splits: "
+                 f"mean {statistics.mean(gains):.2f}, median {statistics.median(gains):g}, "
+                 f"above zero in {sum(g > 0 for g in gains)}, "
                  f"below zero in {sum(g < 0 for g in gains)}")
     return lines
 
