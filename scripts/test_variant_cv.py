@@ -76,6 +76,10 @@ class HeldOutGainTest(unittest.TestCase):
             self.assertIn("met on 1 of 2 (0 gained, 0 lost)\n", result.stdout)
             self.assertIn("met on 1 of 2 (0 gained, 0 lost, sign test 1)", result.stdout)
             self.assertIn("over 5 splits: mean 0.00", result.stdout)
+            result = subprocess.run([sys.executable, SCRIPT, paths[0], paths[0], "--splits", "0"],
+                                    capture_output=True, text=True)
+            self.assertEqual(result.returncode, 2)
+            self.assertIn("--splits must be at least 1", result.stderr)
 
 
 if __name__ == "__main__":
