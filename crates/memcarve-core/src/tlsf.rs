@@ -1,7 +1,9 @@
 //! Two-level segregated fit (TLSF) over `[0, capacity)`: O(1) allocate and free.
 //!
 //! Free ranges sit in bins indexed by two bitmaps: the first level is the power of two of the size (in units of
-//! the minimum granularity), the second splits each power of two into 32 sub-bins. Every range, free or used, is
+//! the minimum granularity), the second splits each power of two into 32 sub-bins. There are 32 first levels,
+//! enough for `2^35` units: a block of more granules than that (32 GiB at one byte, 16 TiB at 512) counts sizes
+//! in larger units, so its smallest bins each hold a few sizes instead of one. Every range, free or used, is
 //! a node in a slab (`Vec<Node>`) linked to its physical neighbours; free nodes are also linked in their bin.
 //! Invariants (checked by `check`): nodes tile the capacity in order, no two free nodes are neighbours, every
 //! free node is in the bin its size maps to, and bitmaps say exactly which bins are non-empty.
@@ -19,10 +21,14 @@ use crate::handle::{GENERATION_MASK, SLOT_MASK};
 
 const SL_BITS: u32 = 5;
 const SL_COUNT: usize = 1 << SL_BITS;
-const FL_COUNT: usize = 64 - SL_BITS as usize + 1;
+/// First levels: sizes below `2^(FL_COUNT + SL_BITS - 1)` units have a bin.
+const FL_COUNT: usize = 32;
+/// A block's bin units are chosen (`bin_units_shift`) so that its capacity is below this many: every range it
+/// holds has a bin, and every request up to the capacity, rounded up, has a fitting bin in the table.
+const UNITS_LIMIT: u64 = 1 << (FL_COUNT as u32 + SL_BITS - 2);
 /// Bin arrays are sized to a power of two so that masked indices need no bounds checks.
-const FL_SLOTS: usize = 64;
-/// Bins by first and second level, flattened (rows past `FL_COUNT` stay empty).
+const FL_SLOTS: usize = FL_COUNT;
+/// Bins by first and second level, flattened: 4 KiB of heads, written whole each time a block is made.
 const BIN_SLOTS: usize = FL_SLOTS * SL_COUNT;
 const NIL: u32 = u32::MAX;
 /// Range slots a TLSF has room for from the start: a new block's first allocations grow nothing (a fresh
@@ -124,8 +130,10 @@ struct Request {
 #[derive(Debug, Clone)]
 pub(crate) struct Tlsf {
     capacity: u64,
-    granularity_shift: u32,
-    /// `1 << granularity_shift`, kept so the hot paths need not shift.
+    /// A size in bytes, shifted right by this, is its size in bin units: the granularity's shift, or more for
+    /// a capacity of `UNITS_LIMIT` granules or more (see `bin_units_shift`).
+    bin_shift: u32,
+    /// The granularity (a power of two), kept so the hot paths need not shift.
     min_granularity: u64,
     /// Page size within which conflicting classes must not meet (1 = no rule).
     class_granularity: u64,
@@ -152,7 +160,7 @@ pub(crate) struct Tlsf {
 struct FreeLists {
     fl_bitmap: u64,
     sl_bitmaps: [u32; FL_SLOTS],
-    /// Heads by [`Bin`]. Boxed: 8 KiB inline would be copied each time a block is built and moved into place.
+    /// Heads by [`Bin`]. Boxed: 4 KiB inline would be copied each time a block is built and moved into place.
     heads: alloc::boxed::Box<[u32; BIN_SLOTS]>,
     /// Free nodes listed.
     count: usize,
@@ -184,6 +192,21 @@ fn sl_of(bin: Bin) -> usize {
     bin & (SL_COUNT - 1)
 }
 
+/// The shift that turns a size in bytes into bin units, for a block of `capacity` bytes handing out multiples of
+/// `1 << granularity_shift`: the granularity's, unless the capacity holds `UNITS_LIMIT` granules or more. Then
+/// the capacity, and a request up to it rounded up, both stay below `UNITS_LIMIT` units.
+fn bin_units_shift(capacity: u64, granularity_shift: u32) -> u32 {
+    let bits = u64::BITS - capacity.leading_zeros();
+    granularity_shift.max(bits.saturating_sub(UNITS_LIMIT.trailing_zeros()))
+}
+
+/// `bin_fitting` for a request that may be longer than the block (one with alignment padding added): None past
+/// the table, where no range is listed.
+#[inline]
+fn fitting_in_table(units: u64) -> Option<Bin> {
+    bin_fitting(units).filter(|&bin| bin < BIN_SLOTS)
+}
+
 /// The bin after `bin` in size order, if any.
 fn bin_after(bin: Bin) -> Option<Bin> {
     (bin + 1 < FL_COUNT * SL_COUNT).then_some(bin + 1)
@@ -202,7 +225,8 @@ fn bin_of(units: u64) -> Bin {
 }
 
 /// The lowest bin all of whose ranges hold at least `units` units (None if no bin can): `units` rounded up to
-/// the next bin boundary. Below `2 * SL_COUNT` units every bin holds one size and the rounding adds nothing;
+/// the next bin boundary. In the table for any request up to a block's capacity (at most `UNITS_LIMIT + 1`
+/// units); one that may be longer goes through `fitting_in_table`. Below `2 * SL_COUNT` units every bin holds one size and the rounding adds nothing;
 /// written without a branch for that case, which random small requests would mispredict half of the time.
 #[inline]
 fn bin_fitting(units: u64) -> Option<Bin> {
@@ -361,9 +385,10 @@ impl Tlsf {
         if !class_granularity.is_power_of_two() {
             return Err(Error::InvalidConfig { reason: "class granularity is not a power of two" });
         }
+        let bin_shift = bin_units_shift(capacity, min_granularity.trailing_zeros());
         let mut tlsf = Tlsf {
             capacity,
-            granularity_shift: min_granularity.trailing_zeros(),
+            bin_shift,
             min_granularity,
             class_granularity,
             nodes: Vec::with_capacity(FIRST_SLOTS),
@@ -458,13 +483,22 @@ impl Tlsf {
         self.vacant.len() >= extra || self.nodes.len() + (extra - self.vacant.len()) <= MAX_SLOTS
     }
 
+    /// A request of `bytes` (a multiple of the granularity) in bin units, rounded up: every range in
+    /// `bin_fitting` of it holds `bytes`. (Its own bin, where a range of exactly `bytes` would be listed, is that
+    /// of the units rounded down: no range in a lower bin holds it.)
+    #[inline(always)]
+    fn request_units(&self, bytes: u64) -> u64 {
+        debug_assert!(bytes > 0);
+        ((bytes - 1) >> self.bin_shift) + 1
+    }
+
     fn insert_free(&mut self, index: u32) {
-        let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
+        let bin = bin_of(self.nodes[index as usize].size >> self.bin_shift);
         self.free.insert(&mut self.nodes, index, bin);
     }
 
     fn remove_free(&mut self, index: u32) {
-        let bin = bin_of(self.nodes[index as usize].size >> self.granularity_shift);
+        let bin = bin_of(self.nodes[index as usize].size >> self.bin_shift);
         self.free.remove(&mut self.nodes, index, bin);
     }
 
@@ -574,8 +608,8 @@ impl Tlsf {
         let alignment_eff = alignment.max(granularity);
         let classes_meet = self.classes_meet(class);
 
-        let units = asize >> self.granularity_shift;
-        let bin = bin_of(units);
+        let units = self.request_units(asize);
+        let bin = bin_of(asize >> self.bin_shift);
         // Each way of finding a range has its own copy of `take`, specialised to it; the scan goes out of line.
         if alignment <= granularity && !classes_meet {
             // Plain request (the common case): any range of `asize` bytes holds it at its start, so it needs
@@ -609,7 +643,8 @@ impl Tlsf {
 
     /// Where a plain request (alignment within the granularity, no class rule in play) goes: the first range
     /// of its own bin if it is large enough (good fit), else the first range of the lowest bin that guarantees
-    /// room. Returns the node, its bin and the offset (the node's start).
+    /// room. Returns the node, its bin and the offset (the node's start). `units` is the request in bin units
+    /// rounded up (`request_units`), `bin` its own bin.
     #[inline]
     fn find_plain(&self, units: u64, asize: u64, bin: Bin) -> Option<(u32, Bin, u64)> {
         // Both candidates are looked up and one is selected, rather than branching on whether the good fit
@@ -648,7 +683,7 @@ impl Tlsf {
             slack = alignment_eff.max(page) - granularity + (page - granularity);
         }
         let needed = asize.checked_add(slack)?;
-        let fitting = self.free.non_empty_from(bin_fitting(needed >> self.granularity_shift)?)?;
+        let fitting = self.free.non_empty_from(fitting_in_table(self.request_units(needed))?)?;
         let candidate = self.free.head(fitting);
         let offset = self.fit(candidate, asize, alignment_eff, class, classes_meet)?;
         Some((candidate, fitting, offset))
@@ -728,7 +763,7 @@ impl Tlsf {
         mut place: impl FnMut(u64, u64) -> Option<u64>,
     ) -> Result<Option<UsedRange>, Error> {
         let (asize, alignment_eff, classes_meet) = self.placed_request(size, alignment, class)?;
-        let found = self.find_free(bin_of(asize >> self.granularity_shift), limit, |index| {
+        let found = self.find_free(bin_of(asize >> self.bin_shift), limit, |index| {
             let node = &self.nodes[index as usize];
             place(node.offset, node.size)
                 .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))
@@ -747,11 +782,11 @@ impl Tlsf {
         place: impl FnOnce(u64, u64) -> Option<u64>,
     ) -> Result<Option<UsedRange>, Error> {
         let (asize, alignment_eff, classes_meet) = self.placed_request(size, alignment, class)?;
-        let units = asize >> self.granularity_shift;
+        let (units, bin) = (self.request_units(asize), bin_of(asize >> self.bin_shift));
         let found = if alignment <= self.min_granularity() && !classes_meet {
-            self.find_plain(units, asize, bin_of(units))
+            self.find_plain(units, asize, bin)
         } else {
-            self.find_fitting(asize, alignment_eff, class, classes_meet, bin_of(units))
+            self.find_fitting(asize, alignment_eff, class, classes_meet, bin)
         };
         Ok(found.and_then(|(index, _, _)| self.take_where(index, asize, alignment, class, place)))
     }
@@ -787,7 +822,7 @@ impl Tlsf {
         let alignment_eff = alignment.max(self.min_granularity());
         let classes_meet = self.classes_meet(class);
         let node = &self.nodes[index as usize];
-        let bin = bin_of(node.size >> self.granularity_shift);
+        let bin = bin_of(node.size >> self.bin_shift);
         let offset = place(node.offset, node.size)
             .filter(|&offset| self.fit_at(index, offset, asize, alignment_eff, class, classes_meet))?;
         Some(self.take(index, bin, offset, asize, alignment, class))
@@ -815,7 +850,7 @@ impl Tlsf {
         let split = alloc_end < end;
         let used = if split { self.new_slot() } else { index };
         let pad = if offset > start { self.new_slot() } else { NIL };
-        let shift = self.granularity_shift;
+        let shift = self.bin_shift;
         let nodes = &mut self.nodes[..];
         if split {
             // The free node keeps the tail; the allocation gets a slot of its own, linked in before it.
@@ -867,7 +902,7 @@ impl Tlsf {
     #[inline]
     pub fn free(&mut self, slot: u32, generation: u32) -> Result<UsedRange, Error> {
         let used = self.used(slot, generation)?;
-        let shift = self.granularity_shift;
+        let shift = self.bin_shift;
         let nodes = &mut self.nodes[..];
         // The node stays marked used until the free lists or `release_slot` below rewrite its tag.
         let (prev, next) = {
@@ -922,6 +957,20 @@ impl Tlsf {
             return Ok(());
         }
         let added = new_capacity - self.capacity;
+        let bin_shift = bin_units_shift(new_capacity, self.min_granularity.trailing_zeros());
+        if bin_shift != self.bin_shift {
+            // Past `UNITS_LIMIT` granules: larger bin units, so every free range moves to the bin of its size
+            // in them (O(free ranges), at most once per doubling of the capacity).
+            self.bin_shift = bin_shift;
+            self.free.clear();
+            let mut index = self.first_phys;
+            while index != NIL {
+                if self.nodes[index as usize].is_free() {
+                    self.insert_free(index);
+                }
+                index = self.nodes[index as usize].next_phys;
+            }
+        }
         let last = self.last_phys;
         if self.nodes[last as usize].is_free() {
             self.remove_free(last);
@@ -1084,7 +1133,7 @@ impl Tlsf {
                     if node.prev_free != prev_free {
                         return fail("free-list back link broken", node.offset);
                     }
-                    if bin_of(node.size >> self.granularity_shift) != bin {
+                    if bin_of(node.size >> self.bin_shift) != bin {
                         return fail("free range in the wrong bin", node.offset);
                     }
                     prev_free = index;
@@ -1173,7 +1222,109 @@ mod tests {
             assert!(lower >= units, "units {units}: fitting bin starts at {lower}");
         }
         assert_eq!(bin_fitting(u64::MAX), None);
-        assert_eq!(bin_of(u64::MAX) >> SL_BITS, FL_COUNT - 1);
+        // The table's last bin holds the largest sizes below twice the limit; a request that would need a bin
+        // past it has none.
+        assert_eq!(bin_of(2 * UNITS_LIMIT - 1), BIN_SLOTS - 1);
+        assert!(bin_fitting(UNITS_LIMIT + 1).is_some_and(|bin| bin < BIN_SLOTS));
+        assert_eq!(fitting_in_table(UNITS_LIMIT + 1), bin_fitting(UNITS_LIMIT + 1));
+        assert_eq!(bin_fitting(2 * UNITS_LIMIT - 1), Some(BIN_SLOTS));
+        assert_eq!(fitting_in_table(2 * UNITS_LIMIT - 1), None);
+    }
+
+    #[test]
+    fn bin_units_grow_only_past_the_limit() {
+        assert_eq!(bin_units_shift(1, 0), 0);
+        assert_eq!(bin_units_shift(UNITS_LIMIT - 1, 0), 0);
+        assert_eq!(bin_units_shift(UNITS_LIMIT, 0), 1);
+        assert_eq!(bin_units_shift((UNITS_LIMIT << 9) - 1, 9), 9, "512-byte granules: under 16 TiB");
+        assert_eq!(bin_units_shift(UNITS_LIMIT << 9, 4), 10);
+        assert_eq!(bin_units_shift(u64::MAX, 0), 64 - 35);
+        for capacity in [UNITS_LIMIT, 3 << 40, u64::MAX] {
+            let shift = bin_units_shift(capacity, 0);
+            assert!(capacity >> shift < UNITS_LIMIT, "capacity {capacity}");
+        }
+    }
+
+    #[test]
+    fn blocks_past_the_unit_limit_serve_every_size() {
+        for capacity in [UNITS_LIMIT + 12_345, (5 << 40) + 1, u64::MAX] {
+            let mut t = Tlsf::new(capacity, 1, 1).unwrap();
+            // The whole capacity, then all but one byte beside a one-byte range.
+            let whole = t.allocate(capacity, 1, Buffer).unwrap();
+            assert_eq!((whole.offset, whole.size), (0, capacity));
+            t.check().unwrap();
+            t.free(whole.slot, whole.generation).unwrap();
+            let big = t.allocate(capacity - 1, 1, Buffer).unwrap();
+            let one = t.allocate(1, 1, Buffer).unwrap();
+            assert_eq!((big.offset, one.offset), (0, capacity - 1));
+            t.check().unwrap();
+            // Small sizes of one bin unit or less each still get exactly their bytes, and come back.
+            t.free(big.slot, big.generation).unwrap();
+            let small: Vec<UsedRange> = (1..=64).map(|size| t.allocate(size, 1, Buffer).unwrap()).collect();
+            assert_eq!(t.used_bytes(), 1 + (1..=64).sum::<u64>());
+            t.check().unwrap();
+            for range in small.iter().step_by(2) {
+                t.free(range.slot, range.generation).unwrap();
+            }
+            // A freed 3-byte hole takes a 3-byte request, not a smaller one's neighbour.
+            let again = t.allocate(3, 1, Buffer).unwrap();
+            assert!(again.offset < small[63].offset + 64, "placed among the small ranges");
+            t.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn past_the_unit_limit_an_exact_hole_is_found() {
+        // Bin units of 8 bytes: a hole of any size holds a request of its size, and refuses one byte more.
+        let capacity = 4 * UNITS_LIMIT + 7;
+        for hole in 1..=20 {
+            let mut t = Tlsf::new(capacity, 1, 1).unwrap();
+            assert_eq!(t.bin_shift, 3);
+            let _front = t.allocate(100, 1, Buffer).unwrap();
+            let middle = t.allocate(hole, 1, Buffer).unwrap();
+            let _rest = t.allocate(capacity - 100 - hole, 1, Buffer).unwrap();
+            t.free(middle.slot, middle.generation).unwrap();
+            assert_eq!(
+                t.allocate(hole + 1, 1, Buffer),
+                Err(Error::OutOfMemory { size: hole + 1, alignment: 1 })
+            );
+            let taken = t.allocate(hole, 1, Buffer).unwrap();
+            assert_eq!(taken.offset, 100, "hole {hole}");
+            // The placing entry points see it too.
+            t.free(taken.slot, taken.generation).unwrap();
+            let placed = t.allocate_where(hole, 1, Buffer, 8, |offset, _| Some(offset)).unwrap().unwrap();
+            assert_eq!(placed.offset, 100, "hole {hole}, allocate_where");
+            t.free(placed.slot, placed.generation).unwrap();
+            let placed =
+                t.allocate_good_fit_where(hole, 1, Buffer, |offset, _| Some(offset)).unwrap().unwrap();
+            assert_eq!(placed.offset, 100, "hole {hole}, allocate_good_fit_where");
+            t.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn grow_past_the_unit_limit_rebins_the_free_ranges() {
+        let mut t = Tlsf::new(UNITS_LIMIT - 4096, 1, 1).unwrap();
+        let kept: Vec<UsedRange> = (0..8).map(|_| t.allocate(1000, 1, Buffer).unwrap()).collect();
+        for range in kept.iter().step_by(2) {
+            t.free(range.slot, range.generation).unwrap();
+        }
+        assert_eq!(t.bin_shift, 0);
+        t.grow(4 * UNITS_LIMIT).unwrap();
+        assert_eq!(t.bin_shift, 3);
+        t.check().unwrap();
+        // The holes left by the freed ranges are still found, and the grown tail serves a range past the limit.
+        let hole = t.allocate(1000, 1, Buffer).unwrap();
+        assert!(hole.offset < 8000);
+        let tail = t.allocate(3 * UNITS_LIMIT, 1, Buffer).unwrap();
+        t.check().unwrap();
+        t.free(tail.slot, tail.generation).unwrap();
+        t.free(hole.slot, hole.generation).unwrap();
+        for range in kept.iter().skip(1).step_by(2) {
+            t.free(range.slot, range.generation).unwrap();
+        }
+        t.check().unwrap();
+        assert_eq!((t.used_bytes(), t.free_count(), t.largest_free()), (0, 1, 4 * UNITS_LIMIT));
     }
 
     #[test]

@@ -96,7 +96,9 @@ impl Model {
     }
 }
 
-fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64) {
+/// Runs `program` with its sizes, answered shifts and growths multiplied by `scale` (so that a program of small
+/// numbers also fills a block of many granules; with `scale` odd, sizes are not all multiples of anything).
+fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64, scale: u64) {
     let config =
         VirtualBlockConfig::new(capacity).with_min_granularity(min_granularity).with_class_granularity(page);
     let mut block = VirtualBlock::<()>::with_config(config).unwrap();
@@ -104,6 +106,16 @@ fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64) {
     let mut handles: Vec<Allocation> = Vec::new();
     let mut freed: Vec<u64> = Vec::new();
     for op in program {
+        let op = match op {
+            Op::Allocate { size, alignment_log2, class } => {
+                Op::Allocate { size: size * scale, alignment_log2, class }
+            }
+            Op::AllocateWhere { size, alignment_log2, class, shift, mode } => {
+                Op::AllocateWhere { size: size * scale, alignment_log2, class, shift: shift * scale, mode }
+            }
+            Op::Grow { extra } => Op::Grow { extra: extra * scale },
+            other => other,
+        };
         match op {
             Op::Allocate { size, alignment_log2, class } => {
                 let class = ResourceClass::from_u8(class).unwrap();
@@ -207,7 +219,7 @@ proptest! {
         capacity in 1u64..200_000,
         granularity_log2 in 0u32..6,
     ) {
-        run(program, capacity, 1 << granularity_log2, 1);
+        run(program, capacity, 1 << granularity_log2, 1, 1);
     }
 
     #[test]
@@ -216,6 +228,19 @@ proptest! {
         capacity in 1u64..200_000,
         page_log2 in 4u32..12,
     ) {
-        run(program, capacity, 16, 1 << page_log2);
+        run(program, capacity, 16, 1 << page_log2, 1);
+    }
+
+    /// Blocks of 2^35 granules and more count sizes in larger bin units (and a growth can cross to larger ones):
+    /// the answers must stay the model's all the same, out-of-memory included.
+    #[test]
+    fn matches_the_model_past_the_unit_limit(
+        program in prop::collection::vec(op(), 1..300),
+        capacity_log2 in 34u32..38,
+        capacity_part in 0u64..1 << 20,
+        granularity_log2 in 0u32..3,
+    ) {
+        let capacity = (1u64 << capacity_log2) + (capacity_part << (capacity_log2 - 20));
+        run(program, capacity, 1 << granularity_log2, 1, (1 << (capacity_log2 - 12)) + 1);
     }
 }
