@@ -2,8 +2,10 @@
 //!
 //! Free ranges sit in bins indexed by two bitmaps: the first level is the power of two of the size (in units of
 //! the minimum granularity), the second splits each power of two into 32 sub-bins. There are 32 first levels,
-//! enough for `2^35` units: a block of more granules than that (32 GiB at one byte, 16 TiB at 512) counts sizes
-//! in larger units, so its smallest bins each hold a few sizes instead of one. Every range, free or used, is
+//! enough for sizes below `2^35` units: a block of `2^35` granules or more (32 GiB at one byte, 16 TiB at 512)
+//! counts sizes in a larger power of two instead, so its smallest bins each hold a few sizes (a block of 64 GiB at
+//! one byte: sizes 4 bytes apart; of 1 TiB: 32 bytes apart), and a good fit there is less exact. Every range, free
+//! or used, is
 //! a node in a slab (`Vec<Node>`) linked to its physical neighbours; free nodes are also linked in their bin.
 //! Invariants (checked by `check`): nodes tile the capacity in order, no two free nodes are neighbours, every
 //! free node is in the bin its size maps to, and bitmaps say exactly which bins are non-empty.
@@ -193,8 +195,8 @@ fn sl_of(bin: Bin) -> usize {
 }
 
 /// The shift that turns a size in bytes into bin units, for a block of `capacity` bytes handing out multiples of
-/// `1 << granularity_shift`: the granularity's, unless the capacity holds `UNITS_LIMIT` granules or more. Then
-/// the capacity, and a request up to it rounded up, both stay below `UNITS_LIMIT` units.
+/// `1 << granularity_shift`: the granularity's, unless the capacity holds `UNITS_LIMIT` granules or more. The
+/// capacity is then below `UNITS_LIMIT` units, and a request up to it, rounded up, at most `UNITS_LIMIT`.
 fn bin_units_shift(capacity: u64, granularity_shift: u32) -> u32 {
     let bits = u64::BITS - capacity.leading_zeros();
     granularity_shift.max(bits.saturating_sub(UNITS_LIMIT.trailing_zeros()))
@@ -225,9 +227,10 @@ fn bin_of(units: u64) -> Bin {
 }
 
 /// The lowest bin all of whose ranges hold at least `units` units (None if no bin can): `units` rounded up to
-/// the next bin boundary. In the table for any request up to a block's capacity (at most `UNITS_LIMIT + 1`
-/// units); one that may be longer goes through `fitting_in_table`. Below `2 * SL_COUNT` units every bin holds one size and the rounding adds nothing;
-/// written without a branch for that case, which random small requests would mispredict half of the time.
+/// the next bin boundary. In the table for any request up to a block's capacity (at most `UNITS_LIMIT` units);
+/// one that may be longer goes through `fitting_in_table`. Below `2 * SL_COUNT` units every bin holds one size
+/// and the rounding adds nothing; written without a branch for that case, which random small requests would
+/// mispredict half of the time.
 #[inline]
 fn bin_fitting(units: u64) -> Option<Bin> {
     let msb = 63 - (units | 1).leading_zeros();
@@ -957,10 +960,15 @@ impl Tlsf {
             return Ok(());
         }
         let added = new_capacity - self.capacity;
+        let last = self.last_phys;
+        let tail_is_free = self.nodes[last as usize].is_free();
+        if !tail_is_free && !self.can_take_slots(1) {
+            return Err(Error::TooManyAllocations);
+        }
         let bin_shift = bin_units_shift(new_capacity, self.min_granularity.trailing_zeros());
         if bin_shift != self.bin_shift {
-            // Past `UNITS_LIMIT` granules: larger bin units, so every free range moves to the bin of its size
-            // in them (O(free ranges), at most once per doubling of the capacity).
+            // At `UNITS_LIMIT` granules or more: larger bin units, so every free range moves to the bin of its
+            // size in them (a walk of every range, at most once per doubling of the capacity).
             self.bin_shift = bin_shift;
             self.free.clear();
             let mut index = self.first_phys;
@@ -971,15 +979,11 @@ impl Tlsf {
                 index = self.nodes[index as usize].next_phys;
             }
         }
-        let last = self.last_phys;
-        if self.nodes[last as usize].is_free() {
+        if tail_is_free {
             self.remove_free(last);
             self.nodes[last as usize].size += added;
             self.insert_free(last);
         } else {
-            if !self.can_take_slots(1) {
-                return Err(Error::TooManyAllocations);
-            }
             let tail = self.new_slot();
             self.nodes[tail as usize] = Node::free(self.capacity, added, last, NIL);
             self.nodes[last as usize].next_phys = tail;
@@ -1031,6 +1035,9 @@ impl Tlsf {
         use crate::check::Violation;
         let fail = |what: &'static str, offset: u64| Err(Violation { what, offset });
         let granularity = self.min_granularity();
+        if self.bin_shift != bin_units_shift(self.capacity, granularity.trailing_zeros()) {
+            return fail("bin units do not suit the capacity", self.capacity);
+        }
 
         // Physical order: contiguous tiling of [0, capacity).
         let mut expected_offset = 0u64;
@@ -1266,9 +1273,12 @@ mod tests {
             for range in small.iter().step_by(2) {
                 t.free(range.slot, range.generation).unwrap();
             }
-            // A freed 3-byte hole takes a 3-byte request, not a smaller one's neighbour.
+            // A 3-byte request goes into a hole the small ranges left, not into the large free range after them:
+            // with 2-byte units the 3-byte hole is its good fit; with units of 256 bytes and more every hole
+            // shares one bin, and the last freed (63 bytes) is its head.
             let again = t.allocate(3, 1, Buffer).unwrap();
-            assert!(again.offset < small[63].offset + 64, "placed among the small ranges");
+            let expected = if t.bin_shift == 1 { small[2].offset } else { small[62].offset };
+            assert_eq!(again.offset, expected, "capacity {capacity}");
             t.check().unwrap();
         }
     }
@@ -1300,6 +1310,45 @@ mod tests {
             assert_eq!(placed.offset, 100, "hole {hole}, allocate_good_fit_where");
             t.check().unwrap();
         }
+    }
+
+    #[test]
+    fn past_the_unit_limit_a_hole_behind_a_smaller_one_in_its_bin_is_found() {
+        // Bin units of 8 bytes: an 8-byte hole and a larger one share a bin, the 8-byte one at its head (freed
+        // last). A request the size of the larger hole is no good fit for the head and has no guaranteed bin: the
+        // scan must walk on to the larger hole.
+        let capacity = 4 * UNITS_LIMIT + 7;
+        for hole in 9..16 {
+            let mut t = Tlsf::new(capacity, 1, 1).unwrap();
+            let _front = t.allocate(100, 1, Buffer).unwrap();
+            let larger = t.allocate(hole, 1, Buffer).unwrap();
+            let _spacer = t.allocate(50, 1, Buffer).unwrap();
+            let smaller = t.allocate(8, 1, Buffer).unwrap();
+            let _rest = t.allocate(capacity - 158 - hole, 1, Buffer).unwrap();
+            t.free(larger.slot, larger.generation).unwrap();
+            t.free(smaller.slot, smaller.generation).unwrap();
+            assert_eq!(
+                t.allocate_with_scan(hole, 1, Buffer, false),
+                Err(Error::OutOfMemory { size: hole, alignment: 1 })
+            );
+            assert_eq!(t.allocate(hole, 1, Buffer).unwrap().offset, 100, "hole {hole}");
+            t.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn grow_past_the_unit_limit_after_a_used_range_adds_a_tail() {
+        let capacity = UNITS_LIMIT - 4096;
+        let mut t = Tlsf::new(capacity, 1, 1).unwrap();
+        let first = t.allocate(4096, 1, Buffer).unwrap();
+        let _rest = t.allocate(capacity - 4096, 1, Buffer).unwrap();
+        t.free(first.slot, first.generation).unwrap();
+        t.grow(2 * UNITS_LIMIT).unwrap();
+        assert_eq!(t.bin_shift, 2);
+        t.check().unwrap();
+        assert_eq!(t.allocate(4096, 1, Buffer).unwrap().offset, 0);
+        assert_eq!(t.allocate(UNITS_LIMIT + 4096, 1, Buffer).unwrap().offset, capacity);
+        t.check().unwrap();
     }
 
     #[test]

@@ -96,8 +96,14 @@ impl Model {
     }
 }
 
-/// Runs `program` with its sizes, answered shifts and growths multiplied by `scale` (so that a program of small
-/// numbers also fills a block of many granules; with `scale` odd, sizes are not all multiples of anything).
+/// Runs `program` with its even sizes, answered shifts and growths multiplied by `scale` (so that a program of
+/// small numbers also fills a block of many granules; with `scale` odd, sizes are not all multiples of anything);
+/// odd sizes stay as they are.
+/// `size` times `scale` if it is even; odd sizes stay small.
+fn scaled(size: u64, scale: u64) -> u64 {
+    if size.is_multiple_of(2) { size * scale } else { size }
+}
+
 fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64, scale: u64) {
     let config =
         VirtualBlockConfig::new(capacity).with_min_granularity(min_granularity).with_class_granularity(page);
@@ -108,11 +114,15 @@ fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64, scale: 
     for op in program {
         let op = match op {
             Op::Allocate { size, alignment_log2, class } => {
-                Op::Allocate { size: size * scale, alignment_log2, class }
+                Op::Allocate { size: scaled(size, scale), alignment_log2, class }
             }
-            Op::AllocateWhere { size, alignment_log2, class, shift, mode } => {
-                Op::AllocateWhere { size: size * scale, alignment_log2, class, shift: shift * scale, mode }
-            }
+            Op::AllocateWhere { size, alignment_log2, class, shift, mode } => Op::AllocateWhere {
+                size: scaled(size, scale),
+                alignment_log2,
+                class,
+                shift: shift * scale,
+                mode,
+            },
             Op::Grow { extra } => Op::Grow { extra: extra * scale },
             other => other,
         };
@@ -239,8 +249,11 @@ proptest! {
         capacity_log2 in 34u32..38,
         capacity_part in 0u64..1 << 20,
         granularity_log2 in 0u32..3,
+        page_log2 in prop::sample::select(vec![0u32, 12, 24]),
     ) {
-        let capacity = (1u64 << capacity_log2) + (capacity_part << (capacity_log2 - 20));
-        run(program, capacity, 1 << granularity_log2, 1, (1 << (capacity_log2 - 12)) + 1);
+        // Capacities need not be multiples of the granularity.
+        let capacity =
+            (1u64 << capacity_log2) + (capacity_part << (capacity_log2 - 20)) + u64::from(granularity_log2);
+        run(program, capacity, 1 << granularity_log2, 1 << page_log2, (1 << (capacity_log2 - 12)) + 1);
     }
 }
