@@ -16,7 +16,10 @@ pub struct VirtualBlockConfig {
     /// Bytes (or any unit) managed: offsets lie in `[0, capacity)`.
     pub capacity: u64,
     /// Every allocation is rounded up to a multiple of this and starts on a multiple of it (a power of two).
-    /// Larger values make the allocator slightly faster and coarser. Default 1.
+    /// Larger values make the allocator slightly faster and coarser. Default 1. A block of `2^35` granules or
+    /// more (32 GiB at the default) sorts its free ranges by size in larger units, so that its first choice for a
+    /// small request is less exact (at 64 GiB, sizes 4 bytes apart share a bin); every request is still served
+    /// where a range holds it.
     pub min_granularity: u64,
     /// Vulkan's `bufferImageGranularity`: conflicting [`ResourceClass`]es never share a page of this size (a
     /// power of two; 1, the default, disables the rule).
