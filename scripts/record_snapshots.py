@@ -7966,7 +7966,7 @@ def mbart_small_sample_translate(torch):
     config = MBartConfig(vocab_size=32000, d_model=384, encoder_layers=4, decoder_layers=4, encoder_attention_heads=6,
                          decoder_attention_heads=6, encoder_ffn_dim=1536, decoder_ffn_dim=1536,
                          max_position_embeddings=1024, pad_token_id=0, bos_token_id=2, eos_token_id=1,
-                         decoder_start_token_id=2)
+                         decoder_start_token_id=2, forced_eos_token_id=None)
     rounds = [(8, 128, 40), (32, 48, 24), (4, 320, 56), (16, 96, 32)]  # batch, input length, new tokens
     return generate_padded_rounds(torch, MBartForConditionalGeneration(config).eval(), rounds, config.vocab_size,
                                   do_sample=True, top_p=0.9)
