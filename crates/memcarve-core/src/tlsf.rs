@@ -5,10 +5,9 @@
 //! enough for sizes below `2^35` units: a block of `2^35` granules or more (32 GiB at one byte, 16 TiB at 512)
 //! counts sizes in a larger power of two instead, so its smallest bins each hold a few sizes (a block of 64 GiB at
 //! one byte: sizes 4 bytes apart; of 1 TiB: 32 bytes apart), and a good fit there is less exact. Every range, free
-//! or used, is
-//! a node in a slab (`Vec<Node>`) linked to its physical neighbours; free nodes are also linked in their bin.
-//! Invariants (checked by `check`): nodes tile the capacity in order, no two free nodes are neighbours, every
-//! free node is in the bin its size maps to, and bitmaps say exactly which bins are non-empty.
+//! or used, is a node in a slab (`Vec<Node>`) linked to its physical neighbours; free nodes are also linked in
+//! their bin. Invariants (checked by `check`): nodes tile the capacity in order, no two free nodes are neighbours,
+//! every free node is in the bin its size maps to, and bitmaps say exactly which bins are non-empty.
 //!
 //! Aligned requests stay O(1): the search asks for the bin that guarantees room for the size plus the worst-case
 //! alignment padding, and the padding in front of the allocation goes back to the free lists. A full scan of the
