@@ -2,14 +2,17 @@
 //! bytes (at most 1.05 ×), its driver operations against PyTorch's segment operations in the same snapshot (at
 //! most 1.5 ×, rounded down) and its replay throughput (at least 5 M operations per second).
 //!
-//! `cargo run --release -p memcarve-benches --bin replay-goal [-- [--runs N] [--repeat N] [--policy NAME] TRACE...]`
+//! `cargo run --release -p memcarve-benches --bin replay-goal [-- [--runs N] [--repeat N] [--policy NAME] [--each PART]
+//! TRACE...]`
 //!
 //! Without traces it takes `traces/*.pickle*` and, where it exists, `../shared/traces/gpt2_generate.pickle.gz`.
 //! Every trace is decoded once, before anything is timed; then `--runs` passes (default 3) go over all the traces
 //! one after another, each replaying every trace `--repeat` times (default 5) on fresh allocators and taking the
 //! median replay time, so that a slow moment of the machine falls on one pass rather than on one trace. A trace's
 //! throughput is the median of its passes. The overheads and operations are the same in every replay (checked).
-//! Prints one markdown row per trace; the last line is `goal met on N of M traces`.
+//! Prints one markdown row per trace; the last line is `goal met on N of M traces`. With `--each PART`, every replay's
+//! throughput, in the order they ran, goes to stderr for the traces whose name contains PART, a line per pass: a
+//! short replay warms up over a pass's first replays (docs/BENCHMARKS.md, "Thirty-sixth session").
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,15 +37,22 @@ struct Options {
     repeat: usize,
     policy: Policy,
     traces: Vec<PathBuf>,
+    /// Traces whose name contains this have every replay's throughput printed.
+    each: Option<String>,
 }
 
 fn usage(message: &str) -> String {
-    format!("{message}\nusage: replay-goal [--runs N] [--repeat N] [--policy NAME] [TRACE...]")
+    format!("{message}\nusage: replay-goal [--runs N] [--repeat N] [--policy NAME] [--each PART] [TRACE...]")
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut options =
-        Options { runs: 3, repeat: 5, policy: policy("vmm").ok_or("no default policy")?, traces: vec![] };
+    let mut options = Options {
+        runs: 3,
+        repeat: 5,
+        policy: policy("vmm").ok_or("no default policy")?,
+        traces: vec![],
+        each: None,
+    };
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or_else(|| usage(&format!("{flag} needs a value")));
         match arg.as_str() {
@@ -62,6 +72,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
                 let name = value(&arg)?;
                 options.policy = policy(&name).ok_or_else(|| usage(&format!("unknown policy {name}")))?;
             }
+            "--each" => options.each = Some(value(&arg)?),
             flag if flag.starts_with("--") => return Err(usage(&format!("unknown option {flag}"))),
             _ => options.traces.push(PathBuf::from(arg)),
         }
@@ -96,8 +107,9 @@ fn load(path: &Path) -> Result<Loaded, String> {
     Ok(Loaded { name, events, pytorch: trace.summary().pytorch, first: None, times: vec![] })
 }
 
-/// Replays `trace` `repeat` times on fresh allocators; the median replay time.
-fn pass(trace: &mut Loaded, policy: &Policy, repeat: usize) -> Result<Duration, String> {
+/// Replays `trace` `repeat` times on fresh allocators; the median replay time. With `each`, prints every replay's
+/// throughput to stderr first.
+fn pass(trace: &mut Loaded, policy: &Policy, repeat: usize, each: bool) -> Result<Duration, String> {
     let mut times = Vec::with_capacity(repeat);
     for _ in 0..repeat {
         let mut replayer = Replayer::new(policy).map_err(|error| error.to_string())?;
@@ -115,6 +127,12 @@ fn pass(trace: &mut Loaded, policy: &Policy, repeat: usize) -> Result<Duration, 
         }
         times.push(result.replay_time);
     }
+    if each && let Some(first) = &trace.first {
+        let ops = (first.allocations + first.frees) as f64;
+        let speeds: Vec<String> =
+            times.iter().map(|time| format!("{:.2}", ops / time.as_secs_f64() / 1e6)).collect();
+        eprintln!("{}: {} M ops/s", trace.name, speeds.join(" "));
+    }
     times.sort_unstable();
     Ok(times[times.len() / 2])
 }
@@ -128,7 +146,8 @@ fn run(options: &Options) -> Result<(), String> {
     let mut traces = options.traces.iter().map(|path| load(path)).collect::<Result<Vec<Loaded>, String>>()?;
     for _ in 0..options.runs {
         for trace in &mut traces {
-            let time = pass(trace, &options.policy, options.repeat)?;
+            let each = options.each.as_deref().is_some_and(|part| trace.name.contains(part));
+            let time = pass(trace, &options.policy, options.repeat, each)?;
             trace.times.push(time);
         }
     }
@@ -199,15 +218,19 @@ mod tests {
 
     #[test]
     fn options_are_read_and_bad_ones_are_errors_naming_them() {
-        let options = parsed(&["--runs", "2", "--repeat", "7", "--policy", "blocks", "a.pickle"]);
+        let options =
+            parsed(&["--runs", "2", "--repeat", "7", "--policy", "blocks", "--each", "tiny", "a.pickle"]);
         let options = options.unwrap_or_else(|error| panic!("{error}"));
         assert_eq!((options.runs, options.repeat, options.policy.name), (2, 7, "blocks"));
         assert_eq!(options.traces, vec![PathBuf::from("a.pickle")]);
+        assert_eq!(options.each.as_deref(), Some("tiny"));
+        assert_eq!(parsed(&[]).map(|options| options.each), Ok(None));
         for (args, named) in [
             (&["--runs", "0"][..], "--runs must be at least 1"),
             (&["--repeat", "x"], "--repeat needs a number"),
             (&["--runs"], "--runs needs a value"),
             (&["--policy", "nope"], "unknown policy nope"),
+            (&["--each"], "--each needs a value"),
             (&["--fast"], "unknown option --fast"),
         ] {
             let error = parsed(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));
