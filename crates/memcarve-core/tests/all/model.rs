@@ -96,14 +96,14 @@ impl Model {
     }
 }
 
-/// Runs `program` with its even sizes, answered shifts and growths multiplied by `scale` (so that a program of
-/// small numbers also fills a block of many granules; with `scale` odd, sizes are not all multiples of anything);
-/// odd sizes stay as they are.
 /// `size` times `scale` if it is even; odd sizes stay small.
 fn scaled(size: u64, scale: u64) -> u64 {
     if size.is_multiple_of(2) { size * scale } else { size }
 }
 
+/// Runs `program` with its even sizes, answered shifts and growths multiplied by `scale` (so that a program of
+/// small numbers also fills a block of many granules; with `scale` odd, sizes are not all multiples of anything);
+/// odd sizes stay as they are.
 fn run(program: Vec<Op>, capacity: u64, min_granularity: u64, page: u64, scale: u64) {
     let config =
         VirtualBlockConfig::new(capacity).with_min_granularity(min_granularity).with_class_granularity(page);
