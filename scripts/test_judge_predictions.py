@@ -1,0 +1,107 @@
+"""Tests of judge_predictions.py on hand-made replay rows.
+
+    python3 -m unittest discover -s scripts -p 'test_*.py'
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import judge_predictions  # noqa: E402
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "judge_predictions.py")
+
+
+def row(name, overhead, ops, pytorch_ops=20, refused=0):
+    """A replay row; the operation limit is 1.5 × `pytorch_ops` (30 by default)."""
+    return {"name": f"{name}.pickle.gz", "overhead": overhead, "driver_ops": ops, "peak_live_bytes": 100 << 20,
+            "pytorch_overhead": 1.3, "pytorch_segment_ops": pytorch_ops, "refused": refused}
+
+
+def verdict(default, candidate, **kwargs):
+    lines = judge_predictions.judge(judge_predictions.paired(default, candidate), **kwargs)
+    return lines, lines[-1]
+
+
+class JudgeTest(unittest.TestCase):
+    def test_a_candidate_that_gains_loses_nothing_and_saves_calls_is_adopted(self):
+        default = [row("a", 1.03, 25), row("b", 1.04, 33), row("c", 1.02, 10)]
+        candidate = [row("a", 1.04, 20), row("b", 1.045, 29), row("c", 1.02, 10)]
+        lines, last = verdict(default, candidate)
+        self.assertEqual(last, "verdict: adopt")
+        self.assertIn("1. no loss: holds (met 2 → 3 of 3; lost: none; gained: b)", lines)
+        self.assertIn("2. fewer operations: holds (total 68 → 59; 2 traces with fewer, 0 with more)", lines)
+        self.assertIn("| b | 30 | 1.040 / 33 | 1.045 / 29 | not met → met |", lines)
+
+    def test_one_loss_keeps_the_default_whatever_the_gains(self):
+        default = [row("a", 1.03, 25), row("b", 1.04, 33), row("c", 1.06, 33), row("d", 1.048, 10)]
+        # a, b and c gain or keep; d goes over 1.05 ×.
+        candidate = [row("a", 1.03, 20), row("b", 1.04, 29), row("c", 1.04, 29), row("d", 1.051, 9)]
+        lines, last = verdict(default, candidate)
+        self.assertEqual(last, "verdict: keep the default")
+        self.assertIn("1. no loss: fails (met 2 → 3 of 4; lost: d; gained: b, c)", lines)
+
+    def test_operations_must_fall_in_total_and_on_more_traces_than_they_rise(self):
+        default = [row("a", 1.03, 10), row("b", 1.03, 10), row("c", 1.03, 10)]
+        # The total falls (30 → 27) but two traces rise against one that falls: prediction 2 fails.
+        candidate = [row("a", 1.03, 11), row("b", 1.03, 11), row("c", 1.03, 5)]
+        lines, last = verdict(default, candidate)
+        self.assertEqual(last, "verdict: keep the default")
+        self.assertIn("2. fewer operations: fails (total 30 → 27; 1 traces with fewer, 2 with more)", lines)
+        # Equal operations everywhere is not fewer either.
+        _, last = verdict(default, default)
+        self.assertEqual(last, "verdict: keep the default")
+
+    def test_an_overhead_rising_past_the_bound_is_reported_but_does_not_decide(self):
+        default = [row("a", 1.00, 25), row("b", 1.03, 20)]
+        candidate = [row("a", 1.035, 20), row("b", 1.03, 20)]
+        lines, last = verdict(default, candidate)
+        self.assertIn("3. overheads stay near: fails (risen by more than 0.03: a 1.000 → 1.035)", lines)
+        self.assertEqual(last, "verdict: adopt")
+        lines, _ = verdict(default, candidate, max_rise=0.04)
+        self.assertIn("3. overheads stay near: holds (risen by more than 0.04: none)", lines)
+
+    def test_files_that_do_not_pair_up_are_errors(self):
+        a, b = row("a", 1.03, 10), row("b", 1.03, 10)
+        for default, candidate, expect, says in [
+            ([a, b], [a], None, "different traces: b"),
+            ([a, a], [a, a], None, "appears twice"),
+            ([a], [a], ["a", "b"], "missing ['b']"),
+            ([a, b], [a, b], ["a"], "unexpected ['b']"),
+            ([a], [row("a", 1.03, 10, refused=1)], None, "refused allocations in a"),
+            ([], [], None, "no traces"),
+        ]:
+            with self.assertRaises(judge_predictions.JudgeError) as caught:
+                judge_predictions.paired(default, candidate, expect)
+            self.assertIn(says, str(caught.exception))
+
+
+class CommandLineTest(unittest.TestCase):
+    def run_script(self, default, candidate, *extra):
+        with tempfile.TemporaryDirectory() as folder:
+            paths = []
+            for index, rows in enumerate((default, candidate)):
+                path = os.path.join(folder, f"{index}.json")
+                with open(path, "w") as file:
+                    json.dump({"traces": rows}, file)
+                paths.append(path)
+            return subprocess.run([sys.executable, SCRIPT, *paths, *extra], capture_output=True, text=True)
+
+    def test_the_last_line_is_the_verdict(self):
+        done = self.run_script([row("a", 1.03, 25)], [row("a", 1.03, 20)], "--expect", "a")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.strip().splitlines()[-1], "verdict: adopt")
+
+    def test_an_unexpected_batch_is_an_error_on_stderr(self):
+        done = self.run_script([row("a", 1.03, 25)], [row("a", 1.03, 20)], "--expect", "b")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("not the expected traces", done.stderr)
+        self.assertEqual(done.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()
