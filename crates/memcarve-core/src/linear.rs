@@ -103,6 +103,12 @@ impl LinearAllocator {
         self.top = 0;
     }
 
+    /// Whether `handle` names a live allocation of this stack (O(log n)).
+    pub fn is_live(&self, handle: &Handle) -> bool {
+        handle.owner() == self.owner
+            && self.entries.binary_search_by_key(&handle.sequence(), |entry| entry.sequence).is_ok()
+    }
+
     /// A snapshot of usage: alignment padding between allocations counts as used.
     pub fn stats(&self) -> Stats {
         let free = self.capacity - self.top;
@@ -242,6 +248,12 @@ impl RingAllocator {
         self.head = 0;
     }
 
+    /// Whether `handle` names a live allocation of this ring (O(log n)).
+    pub fn is_live(&self, handle: &Handle) -> bool {
+        handle.owner() == self.owner
+            && self.entries.binary_search_by_key(&handle.sequence(), |entry| entry.sequence).is_ok()
+    }
+
     /// A snapshot of usage: padding and space skipped at the end of the ring count as used until the entry
     /// that skipped them is freed.
     pub fn stats(&self) -> Stats {
@@ -332,7 +344,9 @@ mod tests {
         assert_eq!(stack.allocate(60, 1), Err(Error::OutOfMemory { size: 60, alignment: 1 }));
         assert_eq!(stack.allocate(0, 1), Err(Error::ZeroSize));
         assert_eq!(stack.allocate(1, 6), Err(Error::InvalidAlignment { alignment: 6 }));
+        assert!(stack.is_live(&a.handle));
         stack.free_all();
+        assert!(!stack.is_live(&a.handle), "stale after free_all");
         assert_eq!(stack.free(a), Err(Error::StaleHandle));
         assert_eq!(stack.free(Handle::from_raw(12345)), Err(Error::ForeignHandle));
         assert_eq!(stack.stats().free_bytes, 100);
@@ -371,9 +385,12 @@ mod tests {
         let other = RingAllocator::new(64).unwrap();
         let a = ring.allocate(8, 8).unwrap();
         let raw = a.handle.to_raw();
+        assert!(ring.is_live(&a.handle) && !other.is_live(&a.handle));
         ring.free(a).unwrap();
+        assert!(!ring.is_live(&Handle::from_raw(raw)), "freed");
         assert_eq!(ring.free(Handle::from_raw(raw)), Err(Error::StaleHandle));
         let foreign_raw = raw ^ (u64::from(other.owner ^ ring.owner) << 48);
+        assert!(!ring.is_live(&Handle::from_raw(foreign_raw)));
         assert_eq!(ring.free(Handle::from_raw(foreign_raw)), Err(Error::ForeignHandle));
         ring.check().unwrap();
     }

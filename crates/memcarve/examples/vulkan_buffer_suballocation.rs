@@ -41,12 +41,12 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
         .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::VERTEX_BUFFER)
         .sharing_mode(vk::SharingMode::EXCLUSIVE);
     // SAFETY: the create info is valid and holds no pointers.
-    let vertices = unsafe {
+    let mut vertices = unsafe {
         allocator
             .create_buffer_with_options(&info, &ResourceOptions::new("vertices", MemoryLocation::CpuToGpu))
     }?;
     // SAFETY: as above.
-    let indices = unsafe {
+    let mut indices = unsafe {
         allocator
             .create_buffer_with_options(&info, &ResourceOptions::new("indices", MemoryLocation::CpuToGpu))
     }?;
@@ -67,13 +67,13 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
 
     // Map, write, flush (a checked no-op on coherent memory), and read back through a second mapping.
     let pattern: Vec<u8> = (0..BUFFER_SIZE).map(|i| (i % 251) as u8).collect();
-    for (_, allocation) in [&vertices, &indices] {
-        let mapped = allocator.map(allocation)?;
+    for (_, allocation) in [&mut vertices, &mut indices] {
+        let mut mapped = allocator.map(allocation)?;
         mapped.write(0, &pattern)?;
         mapped.flush(0, BUFFER_SIZE)?;
     }
     let mut read = vec![0u8; BUFFER_SIZE as usize];
-    allocator.map(&indices.1)?.read(0, &mut read)?;
+    allocator.map(&mut indices.1)?.read(0, &mut read)?;
     if read != pattern {
         return Err("read-back differs from what was written".into());
     }

@@ -56,7 +56,7 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
         .usage(vk::BufferUsageFlags::TRANSFER_SRC)
         .sharing_mode(vk::SharingMode::EXCLUSIVE);
     // SAFETY: every create info is valid and holds no pointers.
-    let (albedo, normals, staging_image, staging_buffer) = unsafe {
+    let (albedo, normals, mut staging_image, staging_buffer) = unsafe {
         (
             allocator.create_image_with_options(
                 &optimal,
@@ -90,7 +90,7 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
     println!("{} block(s) live, {} bytes committed", allocator.block_count(), allocator.committed_bytes());
 
     // A linear image is host-addressable: write one row through its mapping.
-    allocator.map(&staging_image.1)?.write(0, &[0xff; 1024])?;
+    allocator.map(&mut staging_image.1)?.write(0, &[0xff; 1024])?;
 
     // SAFETY: all four were made by this allocator and the device never used them.
     unsafe {

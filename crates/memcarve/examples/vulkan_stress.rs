@@ -130,7 +130,7 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
         }
         allocator.check().map_err(|violation| format!("allocator invariant broken: {violation}"))?;
         print_state(&allocator, &format!("cycle {cycle}: released {released} (groups of {group})"));
-        verify(&allocator, &slots, &mut counters)?;
+        verify(&allocator, &mut slots, &mut counters)?;
 
         // Refill the holes with buffers of another size range.
         let range = SIZE_RANGES[cycle as usize + 1];
@@ -141,7 +141,7 @@ fn scenario(context: &Arc<VulkanContext>) -> Result<(), Box<dyn Error>> {
         allocator.check().map_err(|violation| format!("allocator invariant broken: {violation}"))?;
         print_state(&allocator, &format!("cycle {cycle}: refilled {released} ({}..{} B)", range.0, range.1));
     }
-    verify(&allocator, &slots, &mut counters)?;
+    verify(&allocator, &mut slots, &mut counters)?;
     println!(
         "verified every survivor after each release and at the end: {} bytes read back through mappings",
         counters.bytes_verified
@@ -215,11 +215,11 @@ fn create(
         .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::STORAGE_BUFFER)
         .sharing_mode(vk::SharingMode::EXCLUSIVE);
     // SAFETY: the create info is valid and holds no pointers.
-    let (buffer, allocation) = unsafe {
+    let (buffer, mut allocation) = unsafe {
         allocator.create_buffer_with_options(&info, &ResourceOptions::new("stress", MemoryLocation::CpuToGpu))
     }?;
     {
-        let mapped = allocator.map(&allocation)?;
+        let mut mapped = allocator.map(&mut allocation)?;
         mapped.write(0, &pattern(seed, size))?;
         mapped.flush(0, size)?;
     }
@@ -233,7 +233,7 @@ fn create(
 /// compares it with its pattern.
 fn verify(
     allocator: &Allocator<VulkanDevice>,
-    slots: &[Option<Live>],
+    slots: &mut [Option<Live>],
     counters: &mut Counters,
 ) -> Result<(), Box<dyn Error>> {
     let mut ranges: Vec<_> = slots
@@ -254,11 +254,11 @@ fn verify(
             .into());
         }
     }
-    for live in slots.iter().flatten() {
+    for live in slots.iter_mut().flatten() {
         let size = live.size;
         let mut read = vec![0u8; size as usize];
         {
-            let mapped = allocator.map(&live.allocation)?;
+            let mapped = allocator.map(&mut live.allocation)?;
             mapped.invalidate(0, size)?;
             mapped.read(0, &mut read)?;
         }
@@ -303,7 +303,7 @@ fn device_copy_sample(
     let step = (slots.len() / DEVICE_SAMPLE).max(1);
     let sample: Vec<Live> = slots.iter_mut().step_by(step).filter_map(Option::take).collect();
     let total: u64 = sample.iter().map(|live| live.size).sum();
-    let readback = common::create_readback(allocator, total)?;
+    let mut readback = common::create_readback(allocator, total)?;
     let mut regions = Vec::with_capacity(sample.len());
     let mut offset = 0;
     for live in &sample {
@@ -358,7 +358,7 @@ fn device_copy_sample(
     unsafe { device.wait_for_fences(&[fence], true, u64::MAX) }?;
     let mut read = vec![0u8; total as usize];
     {
-        let mapped = allocator.map(&readback.1)?;
+        let mapped = allocator.map(&mut readback.1)?;
         mapped.invalidate(0, total)?;
         mapped.read(0, &mut read)?;
     }

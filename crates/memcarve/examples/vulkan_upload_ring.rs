@@ -190,19 +190,19 @@ fn stream(
                 ring.write(&slice, half as u64, &chunk[half..])?;
                 ring.write(&slice, 0, &chunk[..half])?;
             }
-            if slice.offset < last_offset {
+            if slice.offset() < last_offset {
                 counters.wraps += 1;
                 println!(
                     "frame {:>3}: the ring wrapped: chunk at stream offset {position} goes to ring offset {} \
                      (the previous one was at {last_offset}); {} bytes in live slices",
                     counters.frames,
-                    slice.offset,
+                    slice.offset(),
                     ring.used_bytes()
                 );
             }
-            last_offset = slice.offset;
+            last_offset = slice.offset();
             counters.peak_ring_bytes = counters.peak_ring_bytes.max(ring.used_bytes());
-            copies.push(vk::BufferCopy { src_offset: slice.offset, dst_offset: position, size });
+            copies.push(vk::BufferCopy { src_offset: slice.offset(), dst_offset: position, size });
             slices.push(slice);
             position += size;
             counters.chunks += 1;
@@ -365,7 +365,9 @@ fn retire_oldest(
                 println!(
                     "retiring the slice at ring offset {} before the one at {} was refused ({}); the slice came \
                      back unchanged",
-                    refused.slice.offset, first.offset, refused.error
+                    refused.slice.offset(),
+                    first.offset(),
+                    refused.error
                 );
                 refused.slice
             }
@@ -393,7 +395,7 @@ fn read_back(
     stream: &[u8],
 ) -> Result<bool, Box<dyn Error>> {
     let device = context.device();
-    let readback = common::create_readback(allocator, STREAM_SIZE)?;
+    let mut readback = common::create_readback(allocator, STREAM_SIZE)?;
     // SAFETY: the frame's command buffer and fence are idle (every frame retired); the buffers are alive and
     // bound; the first barrier orders the ring copies of earlier submissions before this copy's reads, the
     // second makes this copy's writes visible to the host once the fence signalled.
@@ -434,7 +436,7 @@ fn read_back(
     unsafe { device.wait_for_fences(&[frame.fence], true, u64::MAX) }?;
     let mut read = vec![0u8; STREAM_SIZE as usize];
     {
-        let mapped = allocator.map(&readback.1)?;
+        let mapped = allocator.map(&mut readback.1)?;
         mapped.invalidate(0, STREAM_SIZE)?;
         mapped.read(0, &mut read)?;
     }

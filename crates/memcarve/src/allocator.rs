@@ -348,7 +348,15 @@ impl Allocation {
 
     /// Rebuilds an allocation from [`Allocation::into_raw`]. Freeing a rebuilt allocation that was already
     /// freed is an [`Error::DoubleFree`], not corruption.
-    pub fn from_raw(raw: RawAllocation) -> Allocation {
+    ///
+    /// # Safety
+    ///
+    /// At most one [`Allocation`] may stand for a live allocation at a time: `raw` must not be rebuilt while
+    /// the allocation it came from, or another one rebuilt from the same value, is still held (not yet freed or
+    /// turned back into raw form). Two copies would let one be freed (its block destroyed, its range handed out
+    /// again) while [`Allocator::map`] holds the other mapped. Rebuilding a value whose allocation was already
+    /// freed is allowed: freeing it again is the typed [`Error::DoubleFree`].
+    pub unsafe fn from_raw(raw: RawAllocation) -> Allocation {
         Allocation { raw }
     }
 }
@@ -494,7 +502,8 @@ fn acquire_mapping<D: Device>(
     mapping: &mut Option<Mapping>,
 ) -> Result<NonNull<u8>> {
     if let Some(state) = mapping.as_mut() {
-        state.users += 1;
+        // Only guards leaked with `mem::forget` reach the limit; wrapping would unmap under the live ones.
+        state.users = state.users.checked_add(1).ok_or(Error::TooManyMappings)?;
         return Ok(state.ptr.0);
     }
     // SAFETY: (1) the caller checked that the block's type is host-visible; the block is not mapped, since
@@ -502,6 +511,15 @@ fn acquire_mapping<D: Device>(
     let ptr = unsafe { device.map(block)? };
     *mapping = Some(Mapping { ptr: MappedPtr(ptr), users: 1, persistent: false });
     Ok(ptr)
+}
+
+/// [`Error::StillMapped`] while guards hold any of a custom pool's blocks mapped.
+fn refuse_while_mapped<B>(pool: &CustomPool<B>) -> Result<()> {
+    let guards: u64 = pool.blocks.iter().filter_map(|entry| entry.mapping).map(|m| u64::from(m.users)).sum();
+    if guards > 0 {
+        return Err(Error::StillMapped { guards });
+    }
+    Ok(())
 }
 
 /// Device out-of-memory becomes the allocator's recoverable [`Error::OutOfMemory`]; the rest pass through.
@@ -626,9 +644,13 @@ impl<D: Device> Allocator<D> {
         let best_by_usage = [Usage::GpuOnly, Usage::Upload, Usage::Readback, Usage::Automatic].map(|usage| {
             best_memory_type(&properties, &AllocationDesc::new("", 1, AllocationOptions::new(usage)))
         });
+        // Ids are never reused: an allocation of a dropped allocator must not pass for one of a later allocator.
+        let id = NEXT_ALLOCATOR_ID
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| id.checked_add(1))
+            .map_err(|_| Error::InvalidConfig { reason: "every allocator id has been used" })?;
         Ok(Allocator {
             device,
-            id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             properties,
             config,
             pools,
@@ -689,9 +711,6 @@ impl<D: Device> Allocator<D> {
                 // A virtual heap counts its own, under its lock.
                 if !matches!(allocation.raw.place, Place::Virtual { .. }) {
                     self.type_counters[allocation.memory_type() as usize].add_live(desc.size);
-                }
-                if allocation.raw.front_margin > 0 {
-                    self.write_margins(allocation);
                 }
                 if self.config.track_allocations {
                     self.attach_meta(allocation, desc);
@@ -870,11 +889,14 @@ impl<D: Device> Allocator<D> {
     }
 
     /// Frees every allocation of a custom pool at once (a stack's or ring's `free_all`); each of them becomes
-    /// stale (freeing one later is an [`Error::DoubleFree`]). Blocks stay.
+    /// stale (freeing one later is an [`Error::DoubleFree`]). Blocks stay. While a [`MappedAllocation`] guard
+    /// holds one of its allocations it is refused with [`Error::StillMapped`] and changes nothing: the guard's
+    /// bytes would be handed out again.
     pub fn reset_pool(&self, id: PoolId) -> Result<()> {
         let slot = self.custom_pools.get(id.index as usize).ok_or(Error::InvalidPool)?;
         let mut guard = lock(slot);
         let pool = guard.as_mut().filter(|p| p.generation == id.generation).ok_or(Error::InvalidPool)?;
+        refuse_while_mapped(pool)?;
         for entry in &mut pool.blocks {
             entry.ranges.reset();
         }
@@ -886,7 +908,9 @@ impl<D: Device> Allocator<D> {
         Ok(())
     }
 
-    /// Destroys a custom pool and its blocks. A pool that still holds allocations is an error and stays.
+    /// Destroys a custom pool and its blocks. A pool that still holds allocations is an error and stays, and so
+    /// is one whose blocks a [`MappedAllocation`] guard still holds (possible after [`Allocator::reset_pool`]
+    /// only if the reset came first; it refuses while guards live).
     pub fn destroy_pool(&self, id: PoolId) -> Result<()> {
         let slot = self.custom_pools.get(id.index as usize).ok_or(Error::InvalidPool)?;
         let pool = {
@@ -896,6 +920,7 @@ impl<D: Device> Allocator<D> {
             if allocations > 0 {
                 return Err(Error::PoolNotEmpty { allocations });
             }
+            refuse_while_mapped(pool)?;
             lock(&self.custom_generations)[id.index as usize] = id.generation.wrapping_add(1);
             guard.take()
         };
@@ -1055,7 +1080,7 @@ impl<D: Device> Allocator<D> {
             let span = self.span(best_type, desc);
             if let Some(placement) = pool.place(span, desc.alignment) {
                 AtomicDiagnostics::bump(&self.type_counters[best_type as usize].block_reuses);
-                return Ok(self.pooled(desc, best_type, placement));
+                return Ok(self.pooled(desc, best_type, &mut pool, placement));
             }
         }
         // Virtual-heap fast path: the best type's heap, without a budget query; budgets are consulted (through
@@ -1140,7 +1165,7 @@ impl<D: Device> Allocator<D> {
             let span = self.span(memory_type, desc);
             if let Some(placement) = pool.place(span, desc.alignment) {
                 AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
-                return Ok(self.pooled(desc, memory_type, placement));
+                return Ok(self.pooled(desc, memory_type, &mut pool, placement));
             }
             // A block big enough for the request and its worst-case alignment padding.
             let needed = span.saturating_add(desc.alignment.saturating_sub(1)).next_multiple_of(MIB);
@@ -1171,7 +1196,7 @@ impl<D: Device> Allocator<D> {
         let grown = (pool.next_block_size.saturating_mul(2)).min(self.regular_max(memory_type));
         pool.next_block_size = pool.next_block_size.max(grown);
         match pool.place_in(index, self.span(memory_type, desc), desc.alignment) {
-            Some(placement) => Ok(self.pooled(desc, memory_type, placement)),
+            Some(placement) => Ok(self.pooled(desc, memory_type, &mut pool, placement)),
             // Cannot happen (the block was sized for the request), but never panic: keep the block cached.
             None => Err(Error::OutOfMemory { size: desc.size }),
         }
@@ -1315,28 +1340,12 @@ impl<D: Device> Allocator<D> {
         desc.size.saturating_add(front).saturating_add(back)
     }
 
-    /// Fills a new allocation's debug margins with the pattern (skipped where memory cannot be mapped).
-    fn write_margins(&self, allocation: &Allocation) {
-        let raw = &allocation.raw;
-        let Ok(ptr) = self.acquire_raw_mapping(allocation) else { return };
-        let margin = self.config.debug_margin as usize;
-        // SAFETY: the allocation's range in its block is [offset - front, offset + size + margin) with
-        // front >= margin (see `margins`); the block is mapped (hold taken above) and no other allocation overlaps
-        // that range, so both guard regions are ours to write.
-        unsafe {
-            let start = ptr.0.as_ptr().sub(raw.front_margin as usize);
-            core::ptr::write_bytes(start, MARGIN_PATTERN, margin);
-            core::ptr::write_bytes(ptr.0.as_ptr().add(raw.size as usize), MARGIN_PATTERN, margin);
-        }
-        self.release_mapping(allocation);
-    }
-
     /// Whether an allocation's debug margins still hold the pattern (true where memory cannot be mapped).
     fn margins_intact(&self, allocation: &Allocation) -> bool {
         let raw = &allocation.raw;
         let Ok(ptr) = self.acquire_raw_mapping(allocation) else { return true };
         let margin = self.config.debug_margin as usize;
-        // SAFETY: as in `write_margins`: both guard regions lie in this allocation's range of a mapped block.
+        // SAFETY: as in `pooled`: both guard regions lie in this allocation's range of a mapped block.
         let intact = unsafe {
             let front = core::slice::from_raw_parts(ptr.0.as_ptr().sub(raw.front_margin as usize), margin);
             let back = core::slice::from_raw_parts(ptr.0.as_ptr().add(raw.size as usize), margin);
@@ -1427,8 +1436,32 @@ impl<D: Device> Allocator<D> {
         self.properties.types[memory_type as usize].heap_index
     }
 
-    fn pooled(&self, desc: &AllocationDesc<'_>, memory_type: u32, placement: Placement) -> Allocation {
-        let front_margin = self.margins(memory_type, desc.alignment).0;
+    /// The allocation for a placement in `pool`, whose lock the caller holds; its debug margins are written
+    /// before the lock goes, so that [`Allocator::check_corruption`] (which reads every live range's margins
+    /// under the same lock) never meets a range whose margins are not written yet, nor one being written.
+    fn pooled(
+        &self,
+        desc: &AllocationDesc<'_>,
+        memory_type: u32,
+        pool: &mut Pool<D::Block>,
+        placement: Placement,
+    ) -> Allocation {
+        let (front_margin, back_margin) = self.margins(memory_type, desc.alignment);
+        if front_margin > 0
+            && let Some(entry) = pool.block_mut(placement.block_index, placement.block_generation)
+            && let Ok(base) = acquire_mapping(&self.device, &entry.block, &mut entry.mapping)
+        {
+            // SAFETY: the placement's range in the block is [offset, offset + front + size + back) with front >=
+            // back (see `margins`); the block is mapped (hold taken above) and no other allocation overlaps that
+            // range, so both guard regions are ours to write; the pool's lock keeps every other reader out.
+            unsafe {
+                let start = base.as_ptr().add(placement.offset as usize);
+                core::ptr::write_bytes(start, MARGIN_PATTERN, back_margin as usize);
+                let back = start.add((front_margin + desc.size) as usize);
+                core::ptr::write_bytes(back, MARGIN_PATTERN, back_margin as usize);
+            }
+            release_block_mapping(&self.device, &entry.block, &mut entry.mapping);
+        }
         Allocation {
             raw: RawAllocation {
                 allocator: self.id,
@@ -1657,16 +1690,18 @@ impl<D: Device> Allocator<D> {
 
     fn destroy_block(&self, block: D::Block, mapping: Option<Mapping>, memory_type: u32, size: u64) {
         if mapping.is_some() {
-            // SAFETY: (1) the block is mapped (it has a mapping) and is about to be destroyed: no guard borrows an
-            // allocation in it (guards keep allocations alive, and the block holds none or the allocator is being
-            // dropped, which needs no guard to be alive).
+            // SAFETY: (1) the block is mapped (it has a mapping) and is about to be destroyed: no guard holds an
+            // allocation in it. A guard borrows its allocation mutably, so the allocation cannot be freed under it
+            // (and `Allocation::from_raw`'s contract rules out a second copy to free); a custom pool refuses
+            // `reset_pool` and `destroy_pool` while guards hold its blocks; and the allocator is dropped only when
+            // no guard borrows it.
             unsafe { self.device.unmap(&block) };
         }
         // SAFETY: (1) every block handed here was created by `self.device` and was just removed from the one
         // pool or dedicated slot that owned it, so it is destroyed once. (2) Pools give up only empty blocks and
         // a dedicated block goes when its one allocation is freed; at drop, live allocations can no longer reach
         // their block through memcarve, and the documented contract of `Allocator` is that device resources
-        // bound to its memory are destroyed before the allocator. memcarve does not map blocks in this version.
+        // bound to its memory are destroyed before the allocator. Its host mapping, if any, was undone above.
         unsafe { self.device.destroy_block(block) };
         self.live_blocks.fetch_sub(1, Ordering::AcqRel);
         AtomicDiagnostics::bump(&self.diagnostics.block_destructions);
@@ -1855,10 +1890,24 @@ impl<D: Device> Allocator<D> {
         raw: &RawAllocation,
         f: impl FnOnce(&D::Block, &mut Option<Mapping>, u64) -> R,
     ) -> Result<R> {
+        self.with_block_entry_where(raw, false, f)
+    }
+
+    /// [`Allocator::with_block_entry`], where `live` also requires the allocation's range to be live in its
+    /// block (under the same lock): an allocation of a custom pool that was reset is stale, but its block is not.
+    fn with_block_entry_where<R>(
+        &self,
+        raw: &RawAllocation,
+        live: bool,
+        f: impl FnOnce(&D::Block, &mut Option<Mapping>, u64) -> R,
+    ) -> Result<R> {
         match raw.place {
-            Place::Pooled { block, generation, .. } => {
+            Place::Pooled { block, generation, handle } => {
                 let mut pool = lock(self.pool(raw.memory_type, raw.class));
                 let entry = pool.block_mut(block, generation).ok_or(Error::DoubleFree)?;
+                if live && entry.ranges.get(&Handle::from_raw(handle)).is_err() {
+                    return Err(Error::DoubleFree);
+                }
                 Ok(f(&entry.block, &mut entry.mapping, entry.size))
             }
             Place::Dedicated { slot, generation, .. } => {
@@ -1866,13 +1915,16 @@ impl<D: Device> Allocator<D> {
                 let entry = dedicated.live_mut(slot, generation).ok_or(Error::DoubleFree)?;
                 Ok(f(&entry.block, &mut entry.mapping, entry.size))
             }
-            Place::Custom { pool, pool_generation, block, .. } => {
+            Place::Custom { pool, pool_generation, block, handle } => {
                 let mut slot = lock(self.custom_pools.get(pool as usize).ok_or(Error::ForeignAllocation)?);
                 let entry = slot
                     .as_mut()
                     .filter(|p| p.generation == pool_generation)
                     .and_then(|p| p.block_mut(block))
                     .ok_or(Error::DoubleFree)?;
+                if live && !entry.ranges.is_live(&Handle::from_raw(handle)) {
+                    return Err(Error::DoubleFree);
+                }
                 Ok(f(&entry.block, &mut entry.mapping, entry.size))
             }
             Place::Virtual { .. } => {
@@ -1884,7 +1936,10 @@ impl<D: Device> Allocator<D> {
     /// Maps an allocation for host access. The block's mapping is shared by every mapped allocation in it and
     /// released when the last guard drops (unless persistent). Device-only memory is an
     /// [`Error::NotHostVisible`]; simulated host memory an [`Error::Device`].
-    pub fn map<'a>(&'a self, allocation: &'a Allocation) -> Result<MappedAllocation<'a, D>> {
+    ///
+    /// The guard borrows the allocation mutably: while it lives the allocation cannot be freed, and it is the
+    /// one guard of that allocation, so its writes never race another guard's.
+    pub fn map<'a>(&'a self, allocation: &'a mut Allocation) -> Result<MappedAllocation<'a, D>> {
         let ptr = self.acquire_raw_mapping(allocation)?;
         Ok(MappedAllocation { allocator: self, allocation, ptr })
     }
@@ -1904,10 +1959,16 @@ impl<D: Device> Allocator<D> {
             return Ok(MappedPtr(ptr));
         }
         // Mapping is a quick driver call (no allocation), made under the block's lock so that two threads never
-        // map one block twice.
-        let base =
-            self.with_block_entry(raw, |block, mapping, _| acquire_mapping(&self.device, block, mapping))??;
-        // The allocation lies inside its block, so the sum stays inside the mapping.
+        // map one block twice. A stale allocation (one of a custom pool reset since) is refused, and so is one
+        // that does not lie inside the block found for it, before anything is mapped.
+        let base = self.with_block_entry_where(raw, true, |block, mapping, block_size| {
+            let end = raw.offset.checked_add(raw.size).ok_or(Error::DoubleFree)?;
+            if end > block_size {
+                return Err(Error::DoubleFree);
+            }
+            acquire_mapping(&self.device, block, mapping)
+        })??;
+        // The allocation lies inside its block (checked above), so the sum stays inside the mapping.
         let ptr = NonNull::new(base.as_ptr().wrapping_add(raw.offset as usize)).ok_or(Error::DoubleFree)?;
         Ok(MappedPtr(ptr))
     }

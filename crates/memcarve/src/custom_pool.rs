@@ -128,6 +128,15 @@ impl Ranges {
         }
     }
 
+    /// Whether `handle` names a live allocation of these ranges (one reset by `reset` is not).
+    pub fn is_live(&self, handle: &Handle) -> bool {
+        match self {
+            Ranges::Tlsf(block) => block.get(handle).is_ok(),
+            Ranges::Stack(stack) => stack.is_live(handle),
+            Ranges::Ring(ring) => ring.is_live(handle),
+        }
+    }
+
     pub fn stats(&self) -> memcarve_core::Stats {
         match self {
             Ranges::Tlsf(block) => block.stats(),

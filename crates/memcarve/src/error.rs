@@ -90,6 +90,17 @@ pub enum Error {
     /// An upload-ring slice was retired before an older one.
     #[error("upload ring slices must be retired oldest first")]
     OutOfOrderRetire,
+    /// A custom pool was to be reset or destroyed while [`crate::MappedAllocation`] guards hold its memory
+    /// mapped: drop them first.
+    #[error("{guards} mapping guards still hold this pool's memory")]
+    StillMapped {
+        /// Guards alive on the pool's blocks.
+        guards: u64,
+    },
+    /// A block has as many mapping guards as its counter holds (only guards leaked with `mem::forget` get
+    /// there).
+    #[error("too many mapping guards on one block")]
+    TooManyMappings,
     /// A configuration value is invalid.
     #[error("invalid configuration: {reason}")]
     InvalidConfig {

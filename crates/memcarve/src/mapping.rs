@@ -1,6 +1,10 @@
 //! Host mapping of allocations: one device mapping per block, shared by every mapped allocation in it with a
 //! reference count, and a guard ([`MappedAllocation`]) that gives bounds-checked access to one allocation and
-//! unmaps when dropped. The guard borrows the allocation, so it cannot be freed while mapped.
+//! unmaps when dropped. The guard borrows the allocation mutably, so the allocation cannot be freed while
+//! mapped and has one guard at a time; writing takes the guard mutably, so no two threads write (or read and
+//! write) its bytes at once through memcarve. Allocations never overlap, so guards of different allocations
+//! touch different bytes. (The device may still use the memory meanwhile: ordering host and device access is
+//! the caller's, as in every GPU API.)
 //!
 //! Flush and invalidate take ranges relative to the allocation, round them out to the device's
 //! `non_coherent_atom_size`, clip them to the block, and are checked no-ops on coherent memory.
@@ -15,10 +19,12 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MappedPtr(pub NonNull<u8>);
 
-// SAFETY: `MappedPtr` is a plain address that memcarve never dereferences itself except through
-// `MappedAllocation`, whose users synchronise their accesses; moving the address between threads is harmless.
+// SAFETY: `MappedPtr` is a plain address. memcarve dereferences it only where access is exclusive: a
+// `MappedAllocation` writes through `&mut self` (and is the one guard of its allocation), an `UploadRing` writes
+// through `&mut self`, and debug margins are written and read under their pool's lock. Moving the address between
+// threads is harmless.
 unsafe impl Send for MappedPtr {}
-// SAFETY: as above; shared references to the address only copy it.
+// SAFETY: as above; shared references to the address only copy it or read through it.
 unsafe impl Sync for MappedPtr {}
 
 /// A block's mapping: its address and how many guards (plus one, if persistent) hold it.
@@ -48,6 +54,45 @@ pub(crate) fn atom_range(base: u64, offset: u64, size: u64, atom: u64, block_siz
 
 /// One allocation, mapped for host access. Dropping it unmaps (the block stays mapped while other guards, or a
 /// persistent mapping, hold it).
+///
+/// ```
+/// # use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+/// # use memcarve::{AllocationDesc, Allocator, AllocatorConfig, MemoryLocation};
+/// # let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Real));
+/// # let allocator = Allocator::new(device, AllocatorConfig::default()).unwrap();
+/// let mut allocation = allocator.allocate(&AllocationDesc::new("a", 64, MemoryLocation::CpuToGpu)).unwrap();
+/// let mut mapped = allocator.map(&mut allocation).unwrap();
+/// mapped.write(0, b"hello").unwrap();
+/// let mut read = [0; 5];
+/// mapped.read(0, &mut read).unwrap();
+/// assert_eq!(&read, b"hello");
+/// drop(mapped);
+/// allocator.free(allocation).unwrap();
+/// ```
+///
+/// The allocation cannot be freed, nor mapped a second time, while its guard lives:
+///
+/// ```compile_fail,E0505
+/// # use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+/// # use memcarve::{AllocationDesc, Allocator, AllocatorConfig, MemoryLocation};
+/// # let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Real));
+/// # let allocator = Allocator::new(device, AllocatorConfig::default()).unwrap();
+/// let mut allocation = allocator.allocate(&AllocationDesc::new("a", 64, MemoryLocation::CpuToGpu)).unwrap();
+/// let mapped = allocator.map(&mut allocation).unwrap();
+/// allocator.free(allocation).unwrap(); // refused by the compiler: `allocation` is borrowed by `mapped`
+/// drop(mapped);
+/// ```
+///
+/// ```compile_fail,E0499
+/// # use memcarve::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+/// # use memcarve::{AllocationDesc, Allocator, AllocatorConfig, MemoryLocation};
+/// # let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Real));
+/// # let allocator = Allocator::new(device, AllocatorConfig::default()).unwrap();
+/// let mut allocation = allocator.allocate(&AllocationDesc::new("a", 64, MemoryLocation::CpuToGpu)).unwrap();
+/// let first = allocator.map(&mut allocation).unwrap();
+/// let second = allocator.map(&mut allocation).unwrap(); // refused: one guard per allocation at a time
+/// drop((first, second));
+/// ```
 pub struct MappedAllocation<'a, D: Device> {
     pub(crate) allocator: &'a Allocator<D>,
     pub(crate) allocation: &'a Allocation,
@@ -81,10 +126,11 @@ impl<'a, D: Device> MappedAllocation<'a, D> {
     }
 
     /// Copies `data` into the allocation at `offset`; a range past the allocation is an error.
-    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         check_range(offset, data.len() as u64, self.len())?;
         // SAFETY: the destination `[offset, offset + data.len())` lies inside the allocation (checked above),
-        // which the guard keeps mapped and alive; `data` is a separate Rust slice, so the ranges do not overlap.
+        // which the guard keeps mapped and alive; `data` is a separate Rust slice, so the ranges do not overlap;
+        // `&mut self` on the allocation's one guard keeps every other access through memcarve out meanwhile.
         unsafe {
             core::ptr::copy_nonoverlapping(data.as_ptr(), self.as_ptr().add(offset as usize), data.len())
         };
@@ -95,7 +141,7 @@ impl<'a, D: Device> MappedAllocation<'a, D> {
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
         check_range(offset, out.len() as u64, self.len())?;
         // SAFETY: the source lies inside the mapped, live allocation (checked above); `out` is a separate Rust
-        // slice, so the ranges do not overlap.
+        // slice, so the ranges do not overlap; writes through memcarve need the guard mutably, so none runs now.
         unsafe {
             core::ptr::copy_nonoverlapping(self.as_ptr().add(offset as usize), out.as_mut_ptr(), out.len())
         };
@@ -103,7 +149,7 @@ impl<'a, D: Device> MappedAllocation<'a, D> {
     }
 
     /// Copies `data` to the start of the allocation (which must be at least as long).
-    pub fn copy_from_slice(&self, data: &[u8]) -> Result<()> {
+    pub fn copy_from_slice(&mut self, data: &[u8]) -> Result<()> {
         self.write(0, data)
     }
 

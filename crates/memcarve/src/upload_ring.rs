@@ -11,16 +11,27 @@ use crate::error::{Error, Result};
 use crate::mapping::{MappedPtr, check_range};
 use crate::policy::{AllocationDesc, Dedicated, MemoryLocation};
 
-/// One slice of an [`UploadRing`]. Move-only: [`UploadRing::retire`] consumes it.
+/// One slice of an [`UploadRing`]. Move-only: [`UploadRing::retire`] consumes it. Its fields are read-only, so
+/// that a write through it always lands where the ring placed it.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "a slice that is never retired blocks the ring"]
 pub struct UploadSlice {
     handle: Handle,
+    offset: u64,
+    size: u64,
+}
+
+impl UploadSlice {
     /// Offset of the slice within the ring's allocation (the offset to copy from, when a buffer is bound to
     /// the whole allocation).
-    pub offset: u64,
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// Bytes.
-    pub size: u64,
+    pub fn size(&self) -> u64 {
+        self.size
+    }
 }
 
 /// A refused [`UploadRing::retire`]: why, and the slice, still live.
@@ -102,12 +113,18 @@ impl<'a, D: Device> UploadRing<'a, D> {
         Ok(slice)
     }
 
-    /// Copies `data` into `slice` at `offset` (bounds-checked), and flushes it if the memory is not coherent.
-    pub fn write(&self, slice: &UploadSlice, offset: u64, data: &[u8]) -> Result<()> {
+    /// Copies `data` into `slice` at `offset` (bounds-checked), and flushes it if the memory is not coherent. A
+    /// slice of another ring is an [`Error::ForeignAllocation`] and writes nothing.
+    pub fn write(&mut self, slice: &UploadSlice, offset: u64, data: &[u8]) -> Result<()> {
+        let inside = slice.offset.checked_add(slice.size).is_some_and(|end| end <= self.ranges.capacity());
+        if !self.ranges.is_live(&slice.handle) || !inside {
+            return Err(Error::ForeignAllocation);
+        }
         check_range(offset, data.len() as u64, slice.size)?;
-        // SAFETY: the slice lies inside the ring's allocation, which stays mapped while the ring lives, and the
-        // destination range lies inside the slice (checked above); live slices never overlap (the ring
-        // allocator's invariant), and `data` is a separate Rust slice.
+        // SAFETY: the slice is live in this ring and lies inside its capacity, which is the size of the ring's
+        // allocation (checked above), which stays mapped while the ring lives; the destination range lies inside
+        // the slice (checked above); live slices never overlap (the ring allocator's invariant); `&mut self`
+        // keeps every other write through the ring out meanwhile, and `data` is a separate Rust slice.
         unsafe {
             let destination = self.base.0.as_ptr().add((slice.offset + offset) as usize);
             core::ptr::copy_nonoverlapping(data.as_ptr(), destination, data.len());

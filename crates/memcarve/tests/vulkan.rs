@@ -317,13 +317,13 @@ fn map_write_flush_and_read_back_through_a_device_copy() {
     let allocator = harness.allocator();
     let device = harness.device();
     let size = 96 << 10;
-    let upload = create_buffer(
+    let mut upload = create_buffer(
         allocator,
         size,
         vk::BufferUsageFlags::TRANSFER_SRC,
         &ResourceOptions::new("upload", MemoryLocation::CpuToGpu),
     );
-    let readback = create_buffer(
+    let mut readback = create_buffer(
         allocator,
         size,
         vk::BufferUsageFlags::TRANSFER_DST,
@@ -331,7 +331,7 @@ fn map_write_flush_and_read_back_through_a_device_copy() {
     );
     let pattern: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
     {
-        let mapped = allocator.map(&upload.1).unwrap();
+        let mut mapped = allocator.map(&mut upload.1).unwrap();
         mapped.write(0, &pattern).unwrap();
         mapped.flush(0, size).unwrap();
         assert!(mapped.write(size - 1, &[0, 0]).is_err(), "writes past the allocation are refused");
@@ -343,7 +343,7 @@ fn map_write_flush_and_read_back_through_a_device_copy() {
     unsafe { device.wait_for_fences(&[fence], true, u64::MAX) }.unwrap();
     let mut read = vec![0u8; size as usize];
     {
-        let mapped = allocator.map(&readback.1).unwrap();
+        let mapped = allocator.map(&mut readback.1).unwrap();
         mapped.invalidate(0, size).unwrap();
         mapped.read(0, &mut read).unwrap();
     }

@@ -16,6 +16,14 @@ pub fn allocator(device: &Arc<HostDevice>, config: AllocatorConfig) -> Allocator
     Allocator::new(Arc::clone(device), config).unwrap()
 }
 
+/// `raw` rebuilt into an allocation, for a test that frees it at once: every caller hands the result straight to
+/// `free`, which consumes it, so no two allocations rebuilt from one value are ever held together (and none is
+/// mapped), as [`memcarve::Allocation::from_raw`] requires.
+pub fn rebuilt(raw: memcarve::RawAllocation) -> memcarve::Allocation {
+    // SAFETY: see above: each rebuilt allocation is consumed by `free` before the next is made.
+    unsafe { memcarve::Allocation::from_raw(raw) }
+}
+
 #[test]
 fn small_requests_share_a_block_per_type_and_class() {
     let device = simulated(MemoryProfile::discrete());
@@ -74,9 +82,9 @@ fn bad_input_is_a_typed_error() {
     let other = allocator_for_other(&device);
     let foreign = other.allocate(&desc(64)).unwrap();
     let raw = foreign.into_raw();
-    assert_eq!(allocator.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::ForeignAllocation);
-    other.free(memcarve::Allocation::from_raw(raw)).unwrap();
-    assert_eq!(other.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::DoubleFree);
+    assert_eq!(allocator.free(rebuilt(raw)).unwrap_err(), Error::ForeignAllocation);
+    other.free(rebuilt(raw)).unwrap();
+    assert_eq!(other.free(rebuilt(raw)).unwrap_err(), Error::DoubleFree);
     assert_eq!(allocator.failures(), 3);
     allocator.check().unwrap();
     other.check().unwrap();
@@ -111,9 +119,9 @@ fn dedicated_blocks_for_large_or_required_requests() {
     assert!(small_dedicated.is_dedicated());
     assert_eq!(device.counters().live_blocks, 2);
     let raw = big.into_raw();
-    allocator.free(memcarve::Allocation::from_raw(raw)).unwrap();
+    allocator.free(rebuilt(raw)).unwrap();
     assert_eq!(device.counters().live_blocks, 1, "a dedicated block goes with its allocation");
-    assert_eq!(allocator.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::DoubleFree);
+    assert_eq!(allocator.free(rebuilt(raw)).unwrap_err(), Error::DoubleFree);
     allocator.free(small_dedicated).unwrap();
     allocator.check().unwrap();
 }
@@ -294,16 +302,16 @@ fn kept_blocks_are_reused_within_the_peak() {
     // A freed dedicated block stays, and serves a request up to a sixteenth smaller.
     let first = allocator.allocate(&desc(150 * MIB)).unwrap();
     let raw = first.into_raw();
-    allocator.free(memcarve::Allocation::from_raw(raw)).unwrap();
+    allocator.free(rebuilt(raw)).unwrap();
     assert_eq!(device.counters().live_blocks, 1, "kept");
-    assert_eq!(allocator.free(memcarve::Allocation::from_raw(raw)).unwrap_err(), Error::DoubleFree);
+    assert_eq!(allocator.free(rebuilt(raw)).unwrap_err(), Error::DoubleFree);
     let stats = allocator.stats().total;
     assert_eq!((stats.committed_bytes, stats.used_bytes, stats.empty_block_count), (150 * MIB, 0, 1));
     assert!(allocator.leak_report().is_empty(), "a kept block is no leak");
     let again = allocator.allocate(&desc(145 * MIB)).unwrap();
     assert!(again.is_dedicated() && again.size() == 145 * MIB);
     assert_eq!(device.counters().blocks_created, 1, "reused, not created");
-    assert!(allocator.free(memcarve::Allocation::from_raw(raw)).is_err(), "the old handle stays stale");
+    assert!(allocator.free(rebuilt(raw)).is_err(), "the old handle stays stale");
     allocator.free(again).unwrap();
 
     // Too small for it (more than a sixteenth smaller): a new block, and the kept one goes first, so that

@@ -46,21 +46,58 @@ fn stack_pool_frees_newest_first_and_resets() {
         .create_pool(&PoolDesc::new("frame", 2, 1 << 20).with_strategy(PoolStrategy::Stack))
         .unwrap();
     let a = allocator.allocate_in_pool(pool, &desc(1000)).unwrap();
-    let b = allocator.allocate_in_pool(pool, &desc(1000).with_alignment(256)).unwrap();
+    let mut b = allocator.allocate_in_pool(pool, &desc(1000).with_alignment(256)).unwrap();
     assert_eq!((a.offset(), b.offset()), (0, 1024));
     let a_raw = a.into_raw();
-    assert_eq!(allocator.free(Allocation::from_raw(a_raw)), Err(Error::OutOfOrderFree));
+    assert_eq!(allocator.free(crate::basics::rebuilt(a_raw)), Err(Error::OutOfOrderFree));
     // Mapped writes work in custom pools of host-visible memory.
-    allocator.map(&b).unwrap().write(0, b"frame data").unwrap();
+    allocator.map(&mut b).unwrap().write(0, b"frame data").unwrap();
     allocator.free(b).unwrap();
-    allocator.free(Allocation::from_raw(a_raw)).unwrap();
+    allocator.free(crate::basics::rebuilt(a_raw)).unwrap();
     let c = allocator.allocate_in_pool(pool, &desc(64)).unwrap();
     let c_raw = c.into_raw();
     allocator.reset_pool(pool).unwrap();
     assert_eq!(allocator.used_bytes(), 0, "reset released everything");
-    assert_eq!(allocator.free(Allocation::from_raw(c_raw)), Err(Error::DoubleFree), "stale after reset");
+    assert_eq!(allocator.free(crate::basics::rebuilt(c_raw)), Err(Error::DoubleFree), "stale after reset");
     allocator.check().unwrap();
     allocator.destroy_pool(pool).unwrap();
+}
+
+#[test]
+fn a_pool_is_neither_reset_nor_destroyed_while_a_guard_maps_it() {
+    let (device, allocator) = setup();
+    let pool = allocator
+        .create_pool(&PoolDesc::new("staging", 2, 1 << 20).with_strategy(PoolStrategy::Stack))
+        .unwrap();
+    let mut a = allocator.allocate_in_pool(pool, &desc(1000)).unwrap();
+    let a_offset = a.offset();
+    let mut mapped = allocator.map(&mut a).unwrap();
+    mapped.write(0, b"kept").unwrap();
+    assert_eq!(allocator.reset_pool(pool), Err(Error::StillMapped { guards: 1 }));
+    // The refused reset changed nothing: `a` is still live, so the next allocation goes above it.
+    assert_eq!(allocator.stats().total.allocation_count, 1);
+    let b = allocator.allocate_in_pool(pool, &desc(1000)).unwrap();
+    assert!(b.offset() >= a_offset + 1000);
+    let mut out = [0; 4];
+    mapped.read(0, &mut out).unwrap();
+    assert_eq!(&out, b"kept");
+    allocator.free(b).unwrap();
+    drop(mapped);
+    assert_eq!(device.counters().maps, device.counters().unmaps, "the guard's mapping was released");
+
+    // Reset with no guard: `a` is stale, and mapping it is refused (its bytes may be another allocation's).
+    allocator.reset_pool(pool).unwrap();
+    let mut c = allocator.allocate_in_pool(pool, &desc(1000)).unwrap();
+    assert_eq!(c.offset(), a_offset, "the reset handed a's bytes out again");
+    assert_eq!(allocator.map(&mut a).unwrap_err(), Error::DoubleFree);
+    let guard = allocator.map(&mut c).unwrap();
+    assert_eq!(allocator.destroy_pool(pool), Err(Error::PoolNotEmpty { allocations: 1 }));
+    drop(guard);
+    allocator.reset_pool(pool).unwrap();
+    allocator.destroy_pool(pool).unwrap();
+    assert_eq!(allocator.free(a), Err(Error::DoubleFree));
+    assert_eq!(allocator.free(c), Err(Error::DoubleFree));
+    assert_eq!(device.counters().maps, device.counters().unmaps);
 }
 
 #[test]
@@ -83,12 +120,12 @@ fn ring_pool_frees_oldest_first_and_wraps() {
     assert!(wrapped, "the ring wrapped to its start");
     let newest = live.pop_back().unwrap().into_raw();
     if !live.is_empty() {
-        assert_eq!(allocator.free(Allocation::from_raw(newest)), Err(Error::OutOfOrderFree));
+        assert_eq!(allocator.free(crate::basics::rebuilt(newest)), Err(Error::OutOfOrderFree));
     }
     while let Some(a) = live.pop_front() {
         allocator.free(a).unwrap();
     }
-    allocator.free(Allocation::from_raw(newest)).unwrap();
+    allocator.free(crate::basics::rebuilt(newest)).unwrap();
     allocator.destroy_pool(pool).unwrap();
     assert_eq!(
         allocator.create_pool(&PoolDesc::new("bad", 99, 4096)).unwrap_err(),

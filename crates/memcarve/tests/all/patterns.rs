@@ -27,19 +27,20 @@ fn run(profile: MemoryProfile, persistent: bool, seed: u64) {
             let desc = AllocationDesc::new("p", size, locations[rng.below(2) as usize])
                 .with_alignment(1 << rng.below(12))
                 .with_class(ResourceClass::ALL[rng.below(4) as usize]);
-            let allocation = allocator.allocate(&desc).unwrap();
+            let mut allocation = allocator.allocate(&desc).unwrap();
             let pattern = vec![(step % 253) as u8 + 1; size as usize];
-            let mapped = allocator.map(&allocation).unwrap();
+            let mut mapped = allocator.map(&mut allocation).unwrap();
             mapped.write(0, &pattern).unwrap();
             mapped.flush(0, size).unwrap();
             drop(mapped);
             live.push((allocation, pattern[0]));
         } else {
-            let (allocation, pattern) = live.swap_remove(rng.below(live.len() as u64) as usize);
+            let (mut allocation, pattern) = live.swap_remove(rng.below(live.len() as u64) as usize);
             {
-                let mapped = allocator.map(&allocation).unwrap();
-                mapped.invalidate(0, allocation.size()).unwrap();
-                let mut bytes = vec![0; allocation.size() as usize];
+                let size = allocation.size();
+                let mapped = allocator.map(&mut allocation).unwrap();
+                mapped.invalidate(0, size).unwrap();
+                let mut bytes = vec![0; size as usize];
                 mapped.read(0, &mut bytes).unwrap();
                 assert!(
                     bytes.iter().all(|&b| b == pattern),

@@ -28,10 +28,10 @@ fn slices_wrap_around_and_retire_in_order() {
             let fill = (step % 251) as u8;
             match ring.push_bytes(&vec![fill; size as usize], 1 << rng.below(9)) {
                 Ok(slice) => {
-                    if slice.offset < last_offset {
+                    if slice.offset() < last_offset {
                         wrapped += 1;
                     }
-                    last_offset = slice.offset;
+                    last_offset = slice.offset();
                     live.push_back((slice, fill));
                 }
                 Err(Error::OutOfMemory { .. }) => {
@@ -39,7 +39,7 @@ fn slices_wrap_around_and_retire_in_order() {
                     let (slice, fill) = live.pop_front().unwrap();
                     // SAFETY: the slice is live, so its bytes stay mapped and untouched by other slices.
                     let bytes =
-                        unsafe { std::slice::from_raw_parts(ring.as_ptr(&slice), slice.size as usize) };
+                        unsafe { std::slice::from_raw_parts(ring.as_ptr(&slice), slice.size() as usize) };
                     assert!(bytes.iter().all(|&b| b == fill), "step {step}: slice overwritten");
                     ring.retire(slice).unwrap();
                 }
@@ -79,6 +79,19 @@ fn upload_ring_rejects_bad_requests() {
     );
     ring.retire(slice).unwrap();
     assert_eq!(ring.used_bytes(), 0);
+
+    // A slice of another ring, even one lying past this ring's end, is refused and writes nothing.
+    let mut large = UploadRing::new(&allocator, 64 << 10).unwrap();
+    let _skipped = large.push(32 << 10, 1).unwrap();
+    let far = large.push(1024, 1).unwrap();
+    assert_eq!(far.offset(), 32 << 10);
+    assert_eq!(ring.write(&far, 0, &[0xAB; 1024]).unwrap_err(), Error::ForeignAllocation);
+    let mine = ring.push(64, 1).unwrap();
+    assert_eq!(large.write(&mine, 0, &[0xAB; 64]).unwrap_err(), Error::ForeignAllocation);
+    // SAFETY: `mine` is live in `ring`, whose memory is mapped and holds 64 bytes there.
+    let bytes = unsafe { std::slice::from_raw_parts(ring.as_ptr(&mine), 64) };
+    assert!(bytes.iter().all(|&byte| byte != 0xAB), "the refused write left the slice alone");
+    ring.write(&mine, 0, &[7; 64]).unwrap();
 
     let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
     let simulated = Allocator::new(device, AllocatorConfig::default()).unwrap();

@@ -14,8 +14,8 @@
 //! let allocator = Allocator::new(VulkanDevice::from_context(context)?, AllocatorConfig::default())?;
 //! let info = vk::BufferCreateInfo::default().size(64 << 10).usage(vk::BufferUsageFlags::TRANSFER_SRC);
 //! // SAFETY: the create info is valid and holds no pointers.
-//! let (buffer, allocation) = unsafe { allocator.create_buffer(&info, MemoryLocation::CpuToGpu)? };
-//! allocator.map(&allocation)?.write(0, b"hello")?;
+//! let (buffer, mut allocation) = unsafe { allocator.create_buffer(&info, MemoryLocation::CpuToGpu)? };
+//! allocator.map(&mut allocation)?.write(0, b"hello")?;
 //! // SAFETY: the device never used the buffer.
 //! unsafe { allocator.destroy_buffer(buffer, allocation)? };
 //! # Ok::<(), Box<dyn std::error::Error>>(())
