@@ -233,9 +233,10 @@ enum Place {
     Virtual {
         handle: u64,
     },
+    /// `epoch` is the pool's when the allocation was made (see `CustomPool::epoch`).
     Custom {
         pool: u32,
-        pool_generation: u32,
+        epoch: u32,
         block: u32,
         handle: u64,
     },
@@ -274,7 +275,8 @@ pub struct BlockKey {
     pub index: u32,
     /// Custom pool index (0 otherwise).
     pub pool: u32,
-    /// Generation of the slot (slots are reused by later blocks).
+    /// Generation of the slot (slots are reused by later blocks); for a custom pool, the pool's epoch, which a
+    /// reset renews (allocations made before and after a reset have different keys).
     pub generation: u32,
 }
 
@@ -334,9 +336,7 @@ impl Allocation {
             Place::Pooled { block, generation, .. } => (BlockKind::Pooled, block, generation, 0),
             Place::Dedicated { slot, block, .. } => (BlockKind::Dedicated, slot, block, 0),
             Place::Virtual { .. } => (BlockKind::VirtualHeap, 0, 0, 0),
-            Place::Custom { pool, pool_generation, block, .. } => {
-                (BlockKind::CustomPool, block, pool_generation, pool)
-            }
+            Place::Custom { pool, epoch, block, .. } => (BlockKind::CustomPool, block, epoch, pool),
         };
         BlockKey { memory_type: self.raw.memory_type, class: self.raw.class, kind, index, generation, pool }
     }
@@ -354,8 +354,9 @@ impl Allocation {
     /// At most one [`Allocation`] may stand for a live allocation at a time: `raw` must not be rebuilt while
     /// the allocation it came from, or another one rebuilt from the same value, is still held (not yet freed or
     /// turned back into raw form). Two copies would let one be freed (its block destroyed, its range handed out
-    /// again) while [`Allocator::map`] holds the other mapped. Rebuilding a value whose allocation was already
-    /// freed is allowed: freeing it again is the typed [`Error::DoubleFree`].
+    /// again) while [`Allocator::map`] holds the other mapped. A value whose allocation was freed may be rebuilt
+    /// to be freed again (the typed [`Error::DoubleFree`]) only soon after: its range handle carries a 24-bit
+    /// generation, so once its block has made about 2^24 more allocations it may name a live allocation again.
     pub unsafe fn from_raw(raw: RawAllocation) -> Allocation {
         Allocation { raw }
     }
@@ -556,6 +557,8 @@ pub struct Allocator<D: Device> {
     /// One per memory type, created on first use (virtual-heap mode only).
     heaps: Vec<Mutex<Option<TieredHeap<D::Virtual>>>>,
     live_blocks: AtomicU32,
+    /// The next custom pool epoch (see `CustomPool::epoch`).
+    next_pool_epoch: AtomicU32,
     block_limit: u32,
     diagnostics: AtomicDiagnostics,
     /// Live counters and peaks per memory type.
@@ -644,7 +647,8 @@ impl<D: Device> Allocator<D> {
         let best_by_usage = [Usage::GpuOnly, Usage::Upload, Usage::Readback, Usage::Automatic].map(|usage| {
             best_memory_type(&properties, &AllocationDesc::new("", 1, AllocationOptions::new(usage)))
         });
-        // Ids are never reused: an allocation of a dropped allocator must not pass for one of a later allocator.
+        // Ids are never reused: an allocation of a dropped allocator must not pass for one of a later allocator
+        // (after `u32::MAX - 1` allocators in one process, `new` refuses).
         let id = NEXT_ALLOCATOR_ID
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| id.checked_add(1))
             .map_err(|_| Error::InvalidConfig { reason: "every allocator id has been used" })?;
@@ -662,6 +666,7 @@ impl<D: Device> Allocator<D> {
             }),
             heaps,
             live_blocks: AtomicU32::new(0),
+            next_pool_epoch: AtomicU32::new(0),
             block_limit,
             diagnostics: AtomicDiagnostics::default(),
             type_counters,
@@ -756,6 +761,15 @@ impl<D: Device> Allocator<D> {
         }
     }
 
+    /// A custom pool epoch never given before (see `CustomPool::epoch`).
+    fn new_pool_epoch(&self) -> Result<u32> {
+        self.next_pool_epoch
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |epoch| epoch.checked_add(1))
+            .map_err(|_| Error::InvalidConfig {
+                reason: "every custom pool epoch has been used (2^32 resets)",
+            })
+    }
+
     /// Creates a custom pool (see [`PoolDesc`]); its `min_blocks` blocks are created at once.
     pub fn create_pool(&self, desc: &PoolDesc<'_>) -> Result<PoolId> {
         let max_size = self.properties.limits.max_allocation_size;
@@ -770,6 +784,7 @@ impl<D: Device> Allocator<D> {
         let single = desc.strategy != PoolStrategy::Tlsf;
         let max_blocks = if single { 1 } else { desc.max_blocks.max(1) };
         let min_blocks = if single { 1 } else { desc.min_blocks.min(max_blocks) };
+        let epoch = self.new_pool_epoch()?;
         let mut blocks = Vec::new();
         for _ in 0..min_blocks {
             match self.new_custom_block(desc.memory_type, desc.block_size, desc.strategy) {
@@ -794,6 +809,7 @@ impl<D: Device> Allocator<D> {
                     max_blocks,
                     strategy: desc.strategy,
                     generation,
+                    epoch,
                     blocks,
                     live_count: 0,
                     live_bytes: 0,
@@ -847,7 +863,7 @@ impl<D: Device> Allocator<D> {
         if desc.size > pool.block_size {
             return Err(Error::SizeTooLarge { size: desc.size, limit: pool.block_size });
         }
-        let (memory_type, class) = (pool.memory_type, pool.class);
+        let (memory_type, class, epoch) = (pool.memory_type, pool.class, pool.epoch);
         let mut placed = None;
         for (index, entry) in pool.blocks.iter_mut().enumerate() {
             if let Ok(range) = entry.ranges.allocate(desc.size, desc.alignment, class) {
@@ -879,7 +895,7 @@ impl<D: Device> Allocator<D> {
                 user_data: desc.user_data,
                 place: Place::Custom {
                     pool: id.index,
-                    pool_generation: id.generation,
+                    epoch,
                     block: block as u32,
                     handle: range.handle.to_raw(),
                 },
@@ -897,6 +913,9 @@ impl<D: Device> Allocator<D> {
         let mut guard = lock(slot);
         let pool = guard.as_mut().filter(|p| p.generation == id.generation).ok_or(Error::InvalidPool)?;
         refuse_while_mapped(pool)?;
+        // A new epoch first (it may be refused, leaving everything as it was): the range handles of the reset
+        // allocations may come round again (a TLSF's generations have 24 bits), their epoch never does.
+        pool.epoch = self.new_pool_epoch()?;
         for entry in &mut pool.blocks {
             entry.ranges.reset();
         }
@@ -908,9 +927,10 @@ impl<D: Device> Allocator<D> {
         Ok(())
     }
 
-    /// Destroys a custom pool and its blocks. A pool that still holds allocations is an error and stays, and so
-    /// is one whose blocks a [`MappedAllocation`] guard still holds (possible after [`Allocator::reset_pool`]
-    /// only if the reset came first; it refuses while guards live).
+    /// Destroys a custom pool and its blocks. A pool that still holds allocations is an error and stays. A pool
+    /// whose blocks still count mapping guards is refused too ([`Error::StillMapped`]): a live guard means a
+    /// live allocation, so only guards leaked with `mem::forget` get there, and such a pool is never reset or
+    /// destroyed (its memory stays until the allocator is dropped).
     pub fn destroy_pool(&self, id: PoolId) -> Result<()> {
         let slot = self.custom_pools.get(id.index as usize).ok_or(Error::InvalidPool)?;
         let pool = {
@@ -955,7 +975,7 @@ impl<D: Device> Allocator<D> {
                     kind: BlockKind::Pooled,
                     index,
                     size: entry.size,
-                    map_refs: entry.mapping.map_or(0, |m| m.users + u32::from(m.persistent)),
+                    map_refs: entry.mapping.map_or(0, |m| m.users.saturating_add(u32::from(m.persistent))),
                     ranges,
                 });
             }
@@ -981,7 +1001,7 @@ impl<D: Device> Allocator<D> {
                     kind: BlockKind::Dedicated,
                     index: index as u32,
                     size: entry.size,
-                    map_refs: entry.mapping.map_or(0, |m| m.users + u32::from(m.persistent)),
+                    map_refs: entry.mapping.map_or(0, |m| m.users.saturating_add(u32::from(m.persistent))),
                     ranges,
                 });
             }
@@ -1819,10 +1839,9 @@ impl<D: Device> Allocator<D> {
                 }
                 Ok(())
             }
-            Place::Custom { pool, pool_generation, block, handle } => {
+            Place::Custom { pool, epoch, block, handle } => {
                 let mut slot = lock(self.custom_pools.get(pool as usize).ok_or(Error::ForeignAllocation)?);
-                let custom =
-                    slot.as_mut().filter(|p| p.generation == pool_generation).ok_or(Error::DoubleFree)?;
+                let custom = slot.as_mut().filter(|p| p.epoch == epoch).ok_or(Error::DoubleFree)?;
                 let entry = custom.block_mut(block).ok_or(Error::DoubleFree)?;
                 entry.ranges.free(Handle::from_raw(handle)).map_err(|error| match error {
                     memcarve_core::Error::OutOfOrderFree => Error::OutOfOrderFree,
@@ -1915,11 +1934,11 @@ impl<D: Device> Allocator<D> {
                 let entry = dedicated.live_mut(slot, generation).ok_or(Error::DoubleFree)?;
                 Ok(f(&entry.block, &mut entry.mapping, entry.size))
             }
-            Place::Custom { pool, pool_generation, block, handle } => {
+            Place::Custom { pool, epoch, block, handle } => {
                 let mut slot = lock(self.custom_pools.get(pool as usize).ok_or(Error::ForeignAllocation)?);
                 let entry = slot
                     .as_mut()
-                    .filter(|p| p.generation == pool_generation)
+                    .filter(|p| p.epoch == epoch)
                     .and_then(|p| p.block_mut(block))
                     .ok_or(Error::DoubleFree)?;
                 if live && !entry.ranges.is_live(&Handle::from_raw(handle)) {
@@ -1938,7 +1957,9 @@ impl<D: Device> Allocator<D> {
     /// [`Error::NotHostVisible`]; simulated host memory an [`Error::Device`].
     ///
     /// The guard borrows the allocation mutably: while it lives the allocation cannot be freed, and it is the
-    /// one guard of that allocation, so its writes never race another guard's.
+    /// one guard of that allocation, so its writes never race another guard's. A stale allocation (of a custom
+    /// pool reset since) is an [`Error::DoubleFree`]; [`Error::TooManyMappings`] once a block counts `u32::MAX`
+    /// guards (only leaked ones get there).
     pub fn map<'a>(&'a self, allocation: &'a mut Allocation) -> Result<MappedAllocation<'a, D>> {
         let ptr = self.acquire_raw_mapping(allocation)?;
         Ok(MappedAllocation { allocator: self, allocation, ptr })

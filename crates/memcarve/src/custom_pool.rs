@@ -174,6 +174,9 @@ pub(crate) struct CustomPool<B> {
     pub max_blocks: u32,
     pub strategy: PoolStrategy,
     pub generation: u32,
+    /// Names this pool's current allocations: new at creation and at every reset, never reused by the
+    /// allocator (so an allocation made before a reset is stale for good, whatever its range handle says).
+    pub epoch: u32,
     pub blocks: Vec<CustomBlock<B>>,
     /// Live allocations and their requested bytes (for `reset_pool` and leak reports).
     pub live_count: u64,

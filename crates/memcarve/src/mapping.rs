@@ -19,10 +19,11 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MappedPtr(pub NonNull<u8>);
 
-// SAFETY: `MappedPtr` is a plain address. memcarve dereferences it only where access is exclusive: a
+// SAFETY: `MappedPtr` is a plain address. memcarve writes through it only where access is exclusive: a
 // `MappedAllocation` writes through `&mut self` (and is the one guard of its allocation), an `UploadRing` writes
-// through `&mut self`, and debug margins are written and read under their pool's lock. Moving the address between
-// threads is harmless.
+// through `&mut self`, and a new allocation's debug margins are written under its pool's lock, which
+// `check_corruption` holds while it reads them (a free reads its own allocation's margins, which nothing writes
+// once placed). Moving the address between threads is harmless.
 unsafe impl Send for MappedPtr {}
 // SAFETY: as above; shared references to the address only copy it or read through it.
 unsafe impl Sync for MappedPtr {}

@@ -114,7 +114,9 @@ impl<'a, D: Device> UploadRing<'a, D> {
     }
 
     /// Copies `data` into `slice` at `offset` (bounds-checked), and flushes it if the memory is not coherent. A
-    /// slice of another ring is an [`Error::ForeignAllocation`] and writes nothing.
+    /// slice of another ring is an [`Error::ForeignAllocation`] and writes nothing (rings are told apart by a
+    /// 16-bit tag, so among tens of thousands of rings one may pass for another; even then nothing is written
+    /// outside this ring's memory).
     pub fn write(&mut self, slice: &UploadSlice, offset: u64, data: &[u8]) -> Result<()> {
         let inside = slice.offset.checked_add(slice.size).is_some_and(|end| end <= self.ranges.capacity());
         if !self.ranges.is_live(&slice.handle) || !inside {

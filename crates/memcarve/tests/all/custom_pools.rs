@@ -101,6 +101,25 @@ fn a_pool_is_neither_reset_nor_destroyed_while_a_guard_maps_it() {
 }
 
 #[test]
+fn an_allocation_reset_away_stays_stale_when_its_range_handle_comes_round_again() {
+    // A TLSF's handles carry a 24-bit generation: 2^24 allocations after a reset, a new allocation's range handle
+    // can equal one the reset made stale. The pool's epoch, renewed by the reset, still tells them apart.
+    let (_device, allocator) = setup();
+    let pool = allocator.create_pool(&PoolDesc::new("cycled", 1, 1 << 20)).unwrap();
+    let stale = allocator.allocate_in_pool(pool, &desc(4096)).unwrap();
+    allocator.reset_pool(pool).unwrap();
+    for _ in 0..(1u32 << 24) - 1 {
+        allocator.free(allocator.allocate_in_pool(pool, &desc(4096)).unwrap()).unwrap();
+    }
+    let live = allocator.allocate_in_pool(pool, &desc(4096)).unwrap();
+    assert_eq!((live.offset(), live.size()), (stale.offset(), stale.size()));
+    assert_eq!(allocator.free(stale), Err(Error::DoubleFree));
+    assert_eq!(allocator.stats().total.allocation_count, 1, "the live allocation was left alone");
+    allocator.free(live).unwrap();
+    allocator.destroy_pool(pool).unwrap();
+}
+
+#[test]
 fn ring_pool_frees_oldest_first_and_wraps() {
     let (_device, allocator) = setup();
     let pool =

@@ -82,15 +82,17 @@ fn upload_ring_rejects_bad_requests() {
 
     // A slice of another ring, even one lying past this ring's end, is refused and writes nothing.
     let mut large = UploadRing::new(&allocator, 64 << 10).unwrap();
-    let _skipped = large.push(32 << 10, 1).unwrap();
+    let first = large.push(32 << 10, 1).unwrap();
     let far = large.push(1024, 1).unwrap();
     assert_eq!(far.offset(), 32 << 10);
     assert_eq!(ring.write(&far, 0, &[0xAB; 1024]).unwrap_err(), Error::ForeignAllocation);
     let mine = ring.push(64, 1).unwrap();
+    assert_eq!(mine.offset(), 0);
     assert_eq!(large.write(&mine, 0, &[0xAB; 64]).unwrap_err(), Error::ForeignAllocation);
-    // SAFETY: `mine` is live in `ring`, whose memory is mapped and holds 64 bytes there.
-    let bytes = unsafe { std::slice::from_raw_parts(ring.as_ptr(&mine), 64) };
-    assert!(bytes.iter().all(|&byte| byte != 0xAB), "the refused write left the slice alone");
+    // Taken at its word, `mine` would have landed on the first bytes of `large`: its own first slice.
+    // SAFETY: `first` is live in `large`, whose memory is mapped, and holds 32 KiB from there.
+    let bytes = unsafe { std::slice::from_raw_parts(large.as_ptr(&first), 64) };
+    assert!(bytes.iter().all(|&byte| byte != 0xAB), "the refused write left the other ring alone");
     ring.write(&mine, 0, &[7; 64]).unwrap();
 
     let device = Arc::new(HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated)));
