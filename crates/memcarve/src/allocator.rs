@@ -1719,9 +1719,11 @@ impl<D: Device> Allocator<D> {
         }
         // SAFETY: (1) every block handed here was created by `self.device` and was just removed from the one
         // pool or dedicated slot that owned it, so it is destroyed once. (2) Pools give up only empty blocks and
-        // a dedicated block goes when its one allocation is freed; at drop, live allocations can no longer reach
-        // their block through memcarve, and the documented contract of `Allocator` is that device resources
-        // bound to its memory are destroyed before the allocator. Its host mapping, if any, was undone above.
+        // a dedicated block goes when its one allocation is freed. Whether the device still uses that memory is
+        // the caller's side: the resource helpers of a backend (Vulkan's `create_buffer_with_options`, say) make
+        // it a condition of their `unsafe` contract that an allocation bound to a resource the device may use is
+        // neither freed nor dropped with the allocator, and memory the caller binds itself needs `unsafe` device
+        // calls whose contracts say the same. Its host mapping, if any, was undone above.
         unsafe { self.device.destroy_block(block) };
         self.live_blocks.fetch_sub(1, Ordering::AcqRel);
         AtomicDiagnostics::bump(&self.diagnostics.block_destructions);

@@ -13,7 +13,8 @@ use memcarve::backends::vulkan::{
 };
 use memcarve::device::{DeviceError, ExportKind};
 use memcarve::{
-    Allocation, Allocator, AllocatorConfig, Dedicated, Device, Error, MemoryLocation, ResourceClass,
+    Allocation, AllocationDesc, Allocator, AllocatorConfig, Dedicated, Device, Error, MemoryLocation,
+    ResourceClass,
 };
 
 #[path = "../examples/common/mod.rs"]
@@ -443,10 +444,12 @@ fn pending_deferred_frees_destroy_their_objects_when_the_allocator_drops() {
     for _ in 0..3 {
         let options = ResourceOptions::new("never signalled", MemoryLocation::GpuOnly);
         let buffer = create_buffer(&allocator, 4096, vk::BufferUsageFlags::STORAGE_BUFFER, &options);
-        // SAFETY: the device never uses the buffer; the fence outlives the allocator.
+        // SAFETY: the device never uses the buffer (so dropping the allocator before the fence signals frees
+        // nothing in use); the fence outlives the allocator.
         unsafe { allocator.destroy_buffer_after(buffer.0, buffer.1, WaitPoint::Fence(fence)) }.unwrap();
     }
-    // SAFETY: the image and its allocation are this allocator's; the fence outlives the allocator.
+    // SAFETY: the image and its allocation are this allocator's, and the device never uses them; the fence
+    // outlives the allocator.
     unsafe {
         let info = image_info(vk::ImageTiling::OPTIMAL, vk::ImageUsageFlags::SAMPLED, 64);
         let image = allocator.create_image(&info, MemoryLocation::GpuOnly).unwrap();
@@ -462,6 +465,50 @@ fn pending_deferred_frees_destroy_their_objects_when_the_allocator_drops() {
     drop(allocator);
     // SAFETY: nothing references the fence any more.
     unsafe { device.destroy_fence(fence, None) };
+    harness.assert_clean();
+}
+
+#[test]
+fn a_wait_on_the_queue_keeps_its_entries_until_it_returns() {
+    // While `wait_deferred` passes the queue's fences to the driver, no other thread's processing may take an
+    // entry out (its owner could then destroy the fence under the wait): even an entry whose fence has
+    // signalled stays until the wait returns.
+    let Some(harness) = Harness::new("wait_keeps_entries") else { return };
+    let allocator = harness.allocator();
+    let device = harness.device();
+    // SAFETY: valid create infos.
+    let (waiting, signalled) = unsafe {
+        let signalled = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
+        (
+            device.create_fence(&vk::FenceCreateInfo::default(), None).unwrap(),
+            device.create_fence(&signalled, None).unwrap(),
+        )
+    };
+    for fence in [waiting, signalled] {
+        let allocation =
+            allocator.allocate(&AllocationDesc::new("deferred", 4096, MemoryLocation::GpuOnly)).unwrap();
+        // SAFETY: the device never uses the memory; the fences live until the frees are processed.
+        unsafe { allocator.free_after(allocation, WaitPoint::Fence(fence)) }.unwrap();
+    }
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| allocator.wait_deferred(1_500_000_000));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(allocator.process_deferred().unwrap(), 0, "held while the wait is on");
+        assert_eq!(allocator.pending_deferred_frees(), 2);
+        assert!(matches!(waiter.join().unwrap(), Err(Error::Device(DeviceError::Other(_)))), "timed out");
+    });
+    assert_eq!(allocator.process_deferred().unwrap(), 1, "the signalled entry, once the wait is over");
+    // SAFETY: an empty submission that signals the fence; then waited for.
+    unsafe {
+        device.queue_submit(harness.context().queue(), &[], waiting).unwrap();
+        device.wait_for_fences(&[waiting], true, u64::MAX).unwrap();
+    }
+    assert_eq!((allocator.process_deferred().unwrap(), allocator.pending_deferred_frees()), (1, 0));
+    // SAFETY: both signalled and no longer referenced by the queue.
+    unsafe {
+        device.destroy_fence(waiting, None);
+        device.destroy_fence(signalled, None);
+    }
     harness.assert_clean();
 }
 

@@ -72,6 +72,10 @@ pub(super) struct DeferredQueue {
     pending: Mutex<Vec<PendingFree>>,
     /// `pending.len()`, readable without the lock so that resource calls skip an empty queue for free.
     count: AtomicUsize,
+    /// Calls of `wait_deferred` waiting on the queue's fences and semaphores outside the lock. Raised under the
+    /// lock as the handles are copied; while it is above zero nothing leaves the queue, so a fence is not
+    /// destroyed (its free processed, its owner free to destroy it) while a waiter passes it to the driver.
+    waiters: AtomicUsize,
 }
 
 impl DeferredQueue {
@@ -79,9 +83,9 @@ impl DeferredQueue {
     pub(super) fn destroy_remaining(&mut self, device: &ash::Device) {
         let pending = core::mem::take(self.pending.get_mut().unwrap_or_else(|e| e.into_inner()));
         for entry in pending {
-            // SAFETY: the caller of `free_after` promised the object was created on this device and is used by
-            // nothing once its wait point is reached; the device is being dropped after its allocator, whose
-            // contract is that the device no longer uses resources bound to its memory.
+            // SAFETY: the caller of `free_after` promised the object was created on this device, is used by
+            // nothing once its wait point is reached, and that its allocator (whose blocks are freed by now) is
+            // dropped only once the device no longer uses it.
             unsafe { destroy_resource(device, entry.resource) };
             // The allocation's memory went with the allocator's blocks.
             let _ = entry.allocation.into_raw();
@@ -113,8 +117,11 @@ impl Allocator<VulkanDevice> {
     /// 1. Once `wait` is reached, the device no longer uses the allocation's memory.
     /// 2. The fence or semaphore stays valid (not destroyed, and a fence not reset) until the free was
     ///    processed ([`Allocator::pending_deferred_frees`] no longer counts it).
+    /// 3. The allocator is dropped only once the device no longer uses the memory: dropping it frees every
+    ///    block at once, pending frees or not, so call [`Allocator::wait_deferred`] (or wait for the device to
+    ///    be idle) before dropping it.
     pub unsafe fn free_after(&self, allocation: Allocation, wait: WaitPoint) -> Result<(), DeferRejected> {
-        // SAFETY: the caller upholds (1) and (2); `Memory` carries no object.
+        // SAFETY: the caller upholds (1) to (3); `Memory` carries no object.
         unsafe { self.defer(allocation, DeferredResource::Memory, wait) }
     }
 
@@ -126,13 +133,15 @@ impl Allocator<VulkanDevice> {
     ///    of this allocator and is destroyed by nothing else.
     /// 2. Once `wait` is reached, the device no longer uses the buffer or its memory.
     /// 3. The fence or semaphore stays valid (and a fence not reset) until the free was processed.
+    /// 4. The allocator is dropped only once the device no longer uses the buffer or its memory (see
+    ///    [`Allocator::free_after`]).
     pub unsafe fn destroy_buffer_after(
         &self,
         buffer: vk::Buffer,
         allocation: Allocation,
         wait: WaitPoint,
     ) -> Result<(), DeferRejected> {
-        // SAFETY: the caller upholds (1) to (3).
+        // SAFETY: the caller upholds (1) to (4).
         unsafe { self.defer(allocation, DeferredResource::Buffer(buffer), wait) }
     }
 
@@ -204,6 +213,11 @@ impl Allocator<VulkanDevice> {
         let mut first_error = None;
         let ready: Vec<PendingFree> = {
             let mut pending = lock(&queue.pending);
+            if queue.waiters.load(Ordering::Acquire) > 0 {
+                // A `wait_deferred` is passing the queue's handles to the driver: nothing leaves until it is
+                // done (it processes the queue itself then).
+                return Ok(0);
+            }
             let mut ready = Vec::new();
             let mut index = 0;
             while index < pending.len() {
@@ -236,17 +250,39 @@ impl Allocator<VulkanDevice> {
 
     /// Waits up to `timeout_ns` for every pending wait point, then processes the queue; returns how many
     /// frees were processed. For teardown: call it (or wait for the device to be idle and call
-    /// [`Allocator::process_deferred`]) before dropping the allocator.
+    /// [`Allocator::process_deferred`]) before dropping the allocator. While it waits, no other thread's
+    /// processing frees anything (the fences and semaphores it waits on must stay alive until it is done).
     pub fn wait_deferred(&self, timeout_ns: u64) -> Result<usize> {
         let device = self.device();
+        let queue = &device.deferred;
         let (mut fences, mut timelines): (Vec<vk::Fence>, Vec<(vk::Semaphore, u64)>) =
             (Vec::new(), Vec::new());
-        for entry in lock(&device.deferred.pending).iter() {
-            match entry.wait {
-                WaitPoint::Fence(fence) => fences.push(fence),
-                WaitPoint::Timeline { semaphore, value } => timelines.push((semaphore, value)),
+        {
+            let pending = lock(&queue.pending);
+            // Under the lock, with the copy: no entry leaves (and no handle is freed for destruction) until
+            // the waits below are over.
+            queue.waiters.fetch_add(1, Ordering::AcqRel);
+            for entry in pending.iter() {
+                match entry.wait {
+                    WaitPoint::Fence(fence) => fences.push(fence),
+                    WaitPoint::Timeline { semaphore, value } => timelines.push((semaphore, value)),
+                }
             }
         }
+        let waited = self.wait_for(&mut fences, &mut timelines, timeout_ns);
+        queue.waiters.fetch_sub(1, Ordering::AcqRel);
+        waited?;
+        self.process_deferred()
+    }
+
+    /// The waits of [`Allocator::wait_deferred`], on handles copied from the queue while it holds them there.
+    fn wait_for(
+        &self,
+        fences: &mut Vec<vk::Fence>,
+        timelines: &mut Vec<(vk::Semaphore, u64)>,
+        timeout_ns: u64,
+    ) -> Result<()> {
+        let device = self.device();
         // One wait per fence, and per semaphore for its highest value.
         fences.sort_unstable();
         fences.dedup();
@@ -255,15 +291,15 @@ impl Allocator<VulkanDevice> {
         let timed_out = |call: &str| Error::Device(DeviceError::Other(format!("{call} timed out")));
         if !fences.is_empty() {
             // SAFETY: the fences are valid until their frees are processed (`destroy_*_after`'s condition),
-            // and they are still queued: only this allocator's `process_deferred` removes them.
-            match unsafe { device.device().wait_for_fences(&fences, true, timeout_ns) } {
+            // and they are still queued: `process_deferred` removes nothing while `waiters` counts this call.
+            match unsafe { device.device().wait_for_fences(fences, true, timeout_ns) } {
                 Ok(()) => {}
                 Err(vk::Result::TIMEOUT) => return Err(timed_out("vkWaitForFences")),
                 Err(result) => return Err(Error::Device(device_error(result, "vkWaitForFences"))),
             }
         }
         if !timelines.is_empty() {
-            let (semaphores, values): (Vec<vk::Semaphore>, Vec<u64>) = timelines.into_iter().unzip();
+            let (semaphores, values): (Vec<vk::Semaphore>, Vec<u64>) = timelines.drain(..).unzip();
             let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
             // SAFETY: as for the fences; timeline entries exist only when timeline semaphores and Vulkan 1.2
             // are enabled (checked in `defer`), so vkWaitSemaphores is loaded.
@@ -273,7 +309,7 @@ impl Allocator<VulkanDevice> {
                 Err(result) => return Err(Error::Device(device_error(result, "vkWaitSemaphores"))),
             }
         }
-        self.process_deferred()
+        Ok(())
     }
 
     /// Processes the queue on resource calls, when anything is pending. Its errors (a lost device) surface on

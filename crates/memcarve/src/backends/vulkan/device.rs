@@ -326,6 +326,11 @@ pub(super) fn format_version(version: u32) -> String {
     )
 }
 
+/// A memory priority Vulkan accepts (`[0, 1]`): clamped, and `fallback` for NaN, which `clamp` would pass on.
+fn valid_priority(priority: f32, fallback: f32) -> f32 {
+    if priority.is_nan() { fallback } else { priority.clamp(0.0, 1.0) }
+}
+
 /// Whether `version` is at least `major.minor`.
 pub(super) fn version_at_least(version: u32, major: u32, minor: u32) -> bool {
     (vk::api_version_major(version), vk::api_version_minor(version)) >= (major, minor)
@@ -485,7 +490,7 @@ impl VulkanDevice {
             external_memory_fd,
             api_version,
             features,
-            default_priority: desc.default_priority.clamp(0.0, 1.0),
+            default_priority: valid_priority(desc.default_priority, 0.5),
             device_name,
             properties,
             own_usage: (0..heap_count).map(|_| AtomicU64::new(0)).collect(),
@@ -710,11 +715,10 @@ unsafe impl Device for VulkanDevice {
         let dedicated_to = request
             .and_then(|request| request.dedicated_to)
             .filter(|_| version_at_least(self.api_version, 1, 1));
-        let priority = self
-            .features
-            .memory_priority
-            .then(|| request.and_then(|request| request.priority).unwrap_or(self.default_priority))
-            .map(|priority| priority.clamp(0.0, 1.0));
+        let priority = self.features.memory_priority.then(|| {
+            let asked = request.and_then(|request| request.priority).unwrap_or(self.default_priority);
+            valid_priority(asked, self.default_priority)
+        });
 
         let mut dedicated_info = match dedicated_to {
             Some(DedicatedObject::Buffer(buffer)) => {
@@ -822,5 +826,18 @@ impl Drop for VulkanDevice {
         // its blocks before its device); the buffers and images they carried are destroyed here so that nothing
         // leaks. The allocator's contract already requires the device to be done with them.
         self.deferred.destroy_remaining(&self.device);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_priority;
+
+    #[test]
+    fn priorities_are_clamped_and_nan_takes_the_fallback() {
+        assert_eq!(valid_priority(f32::NAN, 0.5), 0.5);
+        assert_eq!(valid_priority(2.0, 0.5), 1.0);
+        assert_eq!(valid_priority(-1.0, 0.5), 0.0);
+        assert_eq!(valid_priority(0.25, 0.5), 0.25);
     }
 }

@@ -144,6 +144,10 @@ impl Allocator<VulkanDevice> {
     /// 1. `info` is a valid `VkBufferCreateInfo` for this device (its pointers and `pNext` chain valid; with
     ///    `options.export`, its chain holds no `VkExternalMemoryBufferCreateInfo` other than one for opaque
     ///    file descriptors).
+    /// 2. The allocation's memory is not freed while the device may still use the buffer: the safe
+    ///    [`Allocator::free`] of the allocation, and dropping the allocator, free it at once, so release the
+    ///    pair with [`Allocator::destroy_buffer`] once the device is done with it, or with
+    ///    [`Allocator::destroy_buffer_after`] and a wait point.
     pub unsafe fn create_buffer_with_options(
         &self,
         info: &vk::BufferCreateInfo<'_>,
@@ -222,6 +226,8 @@ impl Allocator<VulkanDevice> {
     /// 1. `info` is a valid `VkImageCreateInfo` for this device (its pointers and `pNext` chain valid; with
     ///    `options.export`, its chain holds no `VkExternalMemoryImageCreateInfo` other than one for opaque
     ///    file descriptors).
+    /// 2. As for [`Allocator::create_buffer_with_options`], for the image ([`Allocator::destroy_image`] or
+    ///    [`Allocator::destroy_image_after`]).
     pub unsafe fn create_image_with_options(
         &self,
         info: &vk::ImageCreateInfo<'_>,
