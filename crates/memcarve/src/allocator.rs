@@ -472,6 +472,35 @@ impl<B> DedicatedBlocks<B> {
 
 static NEXT_ALLOCATOR_ID: AtomicU32 = AtomicU32::new(1);
 
+thread_local! {
+    /// How many [`DeviceMemoryCallbacks`] calls this thread is inside (a callback may call the allocator).
+    static CALLBACK_DEPTH: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
+
+/// How deep in device-memory callbacks this thread is: a backend that hands per-request state to its
+/// `create_block` through the thread (Vulkan's dedicated-object request) matches it only at the depth it was
+/// set at, so that an allocation a callback makes meanwhile never takes the outer request's state.
+#[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+pub(crate) fn callback_depth() -> u32 {
+    CALLBACK_DEPTH.with(core::cell::Cell::get)
+}
+
+/// Marks this thread as inside a device-memory callback while it lives.
+pub(crate) struct CallbackScope;
+
+impl CallbackScope {
+    pub(crate) fn enter() -> CallbackScope {
+        CALLBACK_DEPTH.with(|depth| depth.set(depth.get().saturating_add(1)));
+        CallbackScope
+    }
+}
+
+impl Drop for CallbackScope {
+    fn drop(&mut self) {
+        CALLBACK_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
 /// The byte debug margins are filled with.
 const MARGIN_PATTERN: u8 = 0xDC;
 
@@ -1671,6 +1700,7 @@ impl<D: Device> Allocator<D> {
                 AtomicDiagnostics::bump(&self.diagnostics.block_creations);
                 self.diagnostics.change_committed(desc.size, 0);
                 if let Some(callbacks) = &self.config.callbacks {
+                    let _inside = CallbackScope::enter();
                     callbacks.block_created(desc.memory_type, desc.size);
                 }
                 self.record(|| EventKind::BlockCreated { memory_type: desc.memory_type, size: desc.size });
@@ -1729,6 +1759,7 @@ impl<D: Device> Allocator<D> {
         AtomicDiagnostics::bump(&self.diagnostics.block_destructions);
         self.diagnostics.change_committed(0, size);
         if let Some(callbacks) = &self.config.callbacks {
+            let _inside = CallbackScope::enter();
             callbacks.block_destroyed(memory_type, size);
         }
         self.record(|| EventKind::BlockDestroyed { memory_type, size });

@@ -242,6 +242,10 @@ pub(super) struct BlockRequest {
     pub export: Option<ExportKind>,
     /// The block's priority.
     pub priority: Option<f32>,
+    /// How deep in device-memory callbacks the thread was when the request was made (set by
+    /// [`BlockRequestScope::enter`]): a block made at another depth (an allocation a callback makes while the
+    /// request's own allocation is under way) ignores the request.
+    pub callback_depth: u32,
 }
 
 thread_local! {
@@ -264,6 +268,7 @@ pub(super) struct BlockRequestScope {
 
 impl BlockRequestScope {
     pub(super) fn enter(request: BlockRequest) -> BlockRequestScope {
+        let request = BlockRequest { callback_depth: crate::allocator::callback_depth(), ..request };
         BlockRequestScope { previous: BLOCK_REQUEST.with(|slot| slot.replace(Some(request))) }
     }
 }
@@ -275,7 +280,10 @@ impl Drop for BlockRequestScope {
 }
 
 fn current_request(device: vk::Device) -> Option<BlockRequest> {
-    BLOCK_REQUEST.with(Cell::get).filter(|request| request.device == device)
+    let depth = crate::allocator::callback_depth();
+    BLOCK_REQUEST
+        .with(Cell::get)
+        .filter(|request| request.device == device && request.callback_depth == depth)
 }
 
 /// Budgets read by the last VK_EXT_memory_budget query, and memcarve's own usage at that moment.
@@ -831,7 +839,34 @@ impl Drop for VulkanDevice {
 
 #[cfg(test)]
 mod tests {
-    use super::valid_priority;
+    use super::{BlockRequest, BlockRequestScope, current_request, valid_priority};
+    use ash::vk::{self, Handle};
+
+    #[test]
+    fn a_block_request_is_not_seen_from_inside_a_device_memory_callback() {
+        let device = vk::Device::from_raw(1);
+        let request = BlockRequest {
+            device,
+            dedicated_to: None,
+            export: None,
+            priority: Some(0.75),
+            callback_depth: 0,
+        };
+        let _scope = BlockRequestScope::enter(request);
+        assert!(current_request(device).is_some());
+        assert!(current_request(vk::Device::from_raw(2)).is_none(), "another device's");
+        {
+            // A callback allocating on this thread while the request's own allocation is under way.
+            let _inside = crate::allocator::CallbackScope::enter();
+            assert!(current_request(device).is_none());
+            // A helper called from inside the callback makes its own request, seen at that depth.
+            let inner = BlockRequestScope::enter(BlockRequest { priority: Some(0.25), ..request });
+            assert_eq!(current_request(device).and_then(|r| r.priority), Some(0.25));
+            drop(inner);
+            assert!(current_request(device).is_none());
+        }
+        assert_eq!(current_request(device).and_then(|r| r.priority), Some(0.75), "the outer request again");
+    }
 
     #[test]
     fn priorities_are_clamped_and_nan_takes_the_fallback() {

@@ -509,6 +509,7 @@ impl Allocator<VulkanDevice> {
                 dedicated_to: object,
                 export: options.export,
                 priority: options.priority,
+                callback_depth: 0,
             })
         });
         let allocation = self.allocate(&desc)?;
