@@ -2312,3 +2312,41 @@ impl<D: Device> Drop for Allocator<D> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::{Allocator, AllocatorConfig, callback_depth};
+    use crate::backends::host::{HostConfig, HostDevice, HostMode, MemoryProfile};
+    use crate::diagnostics::DeviceMemoryCallbacks;
+    use crate::policy::{AllocationDesc, MemoryLocation};
+
+    /// Records how deep in callbacks the thread is at each call.
+    #[derive(Debug, Default)]
+    struct Depths(Mutex<Vec<(&'static str, u32)>>);
+
+    impl DeviceMemoryCallbacks for Depths {
+        fn block_created(&self, _memory_type: u32, _size: u64) {
+            self.0.lock().unwrap().push(("created", callback_depth()));
+        }
+        fn block_destroyed(&self, _memory_type: u32, _size: u64) {
+            self.0.lock().unwrap().push(("destroyed", callback_depth()));
+        }
+    }
+
+    #[test]
+    fn callbacks_run_one_level_deeper_and_the_depth_comes_back() {
+        let depths = Arc::new(Depths::default());
+        let device = HostDevice::new(HostConfig::new(MemoryProfile::discrete(), HostMode::Simulated));
+        let config =
+            AllocatorConfig::default().with_callbacks(Arc::clone(&depths) as Arc<dyn DeviceMemoryCallbacks>);
+        let allocator = Allocator::new(device, config).unwrap();
+        let allocation =
+            allocator.allocate(&AllocationDesc::new("a", 4096, MemoryLocation::GpuOnly)).unwrap();
+        allocator.free(allocation).unwrap();
+        allocator.trim_empty_blocks();
+        assert_eq!(*depths.0.lock().unwrap(), [("created", 1), ("destroyed", 1)]);
+        assert_eq!(callback_depth(), 0);
+    }
+}

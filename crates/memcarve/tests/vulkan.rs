@@ -470,9 +470,9 @@ fn pending_deferred_frees_destroy_their_objects_when_the_allocator_drops() {
 
 #[test]
 fn a_wait_on_the_queue_keeps_its_entries_until_it_returns() {
-    // While `wait_deferred` passes the queue's fences to the driver, no other thread's processing may take an
-    // entry out (its owner could then destroy the fence under the wait): even an entry whose fence has
-    // signalled stays until the wait returns.
+    // While `wait_deferred` passes the queue's fences to the driver, no other thread's processing may take those
+    // entries out (their owners could then destroy the fences under the wait): even an entry whose fence has
+    // signalled stays until the wait returns. Entries queued after the wait began are processed as usual.
     let Some(harness) = Harness::new("wait_keeps_entries") else { return };
     let allocator = harness.allocator();
     let device = harness.device();
@@ -484,20 +484,24 @@ fn a_wait_on_the_queue_keeps_its_entries_until_it_returns() {
             device.create_fence(&signalled, None).unwrap(),
         )
     };
-    for fence in [waiting, signalled] {
+    let free_after = |fence| {
         let allocation =
             allocator.allocate(&AllocationDesc::new("deferred", 4096, MemoryLocation::GpuOnly)).unwrap();
         // SAFETY: the device never uses the memory; the fences live until the frees are processed.
         unsafe { allocator.free_after(allocation, WaitPoint::Fence(fence)) }.unwrap();
-    }
+    };
+    free_after(waiting);
+    free_after(signalled);
     std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| allocator.wait_deferred(1_500_000_000));
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        assert_eq!(allocator.process_deferred().unwrap(), 0, "held while the wait is on");
+        let waiter = scope.spawn(|| allocator.wait_deferred(2_000_000_000));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert_eq!(allocator.process_deferred().unwrap(), 0, "both held while the wait is on");
+        free_after(signalled);
+        assert_eq!(allocator.process_deferred().unwrap(), 1, "one queued after the wait began goes");
         assert_eq!(allocator.pending_deferred_frees(), 2);
         assert!(matches!(waiter.join().unwrap(), Err(Error::Device(DeviceError::Other(_)))), "timed out");
     });
-    assert_eq!(allocator.process_deferred().unwrap(), 1, "the signalled entry, once the wait is over");
+    assert_eq!(allocator.pending_deferred_frees(), 1, "the timed-out wait processed the signalled entry");
     // SAFETY: an empty submission that signals the fence; then waited for.
     unsafe {
         device.queue_submit(harness.context().queue(), &[], waiting).unwrap();
@@ -623,6 +627,11 @@ fn memory_priority_goes_to_dedicated_blocks_or_is_ignored() {
     if allocator.device().features().memory_priority {
         assert!(buffer.1.is_dedicated(), "a priority needs a block of its own");
         assert_eq!(priority, Some(0.9));
+        // A NaN priority (which `f32::clamp` keeps) reaches the driver as the device's default.
+        let nan = ResourceOptions::new("nan", MemoryLocation::GpuOnly).with_priority(f32::NAN);
+        let other = create_buffer(allocator, 64 << 10, vk::BufferUsageFlags::STORAGE_BUFFER, &nan);
+        assert_eq!(allocator.with_block(&other.1, |block| block.priority()).unwrap(), Some(0.5));
+        destroy_buffer(allocator, other);
     } else {
         eprintln!("memory_priority: VK_EXT_memory_priority absent, checking the fallback only");
         assert!(

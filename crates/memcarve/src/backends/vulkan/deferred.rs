@@ -1,11 +1,12 @@
 //! Deferred frees: an allocation (and the buffer or image bound to it) handed back to memcarve with a wait
 //! point (a fence, or a timeline-semaphore value), freed once the device has passed that point. The queue is
 //! checked on every resource call of the allocator and by [`Allocator::process_deferred`], so callers never
-//! poll. Invariant: an entry leaves the queue only after its wait point was seen reached (or when the device
-//! drops, with the allocator's memory already gone).
+//! poll. Invariant: an entry leaves the queue only after its wait point was seen reached and while no
+//! [`Allocator::wait_deferred`] is passing its handle to the driver (or when the device drops, with the
+//! allocator's memory already gone).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use ash::vk;
 
@@ -64,6 +65,11 @@ struct PendingFree {
     allocation: Allocation,
     resource: DeferredResource,
     wait: WaitPoint,
+    /// Names the entry for the waits that pin it.
+    id: u64,
+    /// Calls of `wait_deferred` passing this entry's fence or semaphore to the driver outside the lock: while
+    /// any does, the entry stays queued (so its owner does not destroy the handle under the wait).
+    pins: u32,
 }
 
 /// The queue of pending frees of one device.
@@ -72,10 +78,8 @@ pub(super) struct DeferredQueue {
     pending: Mutex<Vec<PendingFree>>,
     /// `pending.len()`, readable without the lock so that resource calls skip an empty queue for free.
     count: AtomicUsize,
-    /// Calls of `wait_deferred` waiting on the queue's fences and semaphores outside the lock. Raised under the
-    /// lock as the handles are copied; while it is above zero nothing leaves the queue, so a fence is not
-    /// destroyed (its free processed, its owner free to destroy it) while a waiter passes it to the driver.
-    waiters: AtomicUsize,
+    /// The next entry's id.
+    next_id: AtomicU64,
 }
 
 impl DeferredQueue {
@@ -91,6 +95,28 @@ impl DeferredQueue {
             let _ = entry.allocation.into_raw();
         }
         self.count.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The entries one `wait_deferred` pinned; unpinned when dropped (an early return or a panic included).
+struct Pins<'a> {
+    queue: &'a DeferredQueue,
+    ids: Vec<u64>,
+}
+
+impl Drop for Pins<'_> {
+    fn drop(&mut self) {
+        if self.ids.is_empty() {
+            return;
+        }
+        let mut pending = lock(&self.queue.pending);
+        // Pinned entries never left the queue; ids are in the order they were pinned, not the queue's.
+        self.ids.sort_unstable();
+        for entry in pending.iter_mut() {
+            if self.ids.binary_search(&entry.id).is_ok() {
+                entry.pins -= 1;
+            }
+        }
     }
 }
 
@@ -191,7 +217,8 @@ impl Allocator<VulkanDevice> {
         }
         let queue = &device.deferred;
         let mut pending = lock(&queue.pending);
-        pending.push(PendingFree { allocation, resource, wait });
+        let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
+        pending.push(PendingFree { allocation, resource, wait, id, pins: 0 });
         queue.count.store(pending.len(), Ordering::Relaxed);
         Ok(())
     }
@@ -203,7 +230,8 @@ impl Allocator<VulkanDevice> {
 
     /// Frees every deferred allocation whose wait point has been reached (destroying its buffer or image
     /// first); returns how many. A failed status query (device lost) keeps the entry and is returned as the
-    /// error after the other entries were processed.
+    /// error after the other entries were processed. An entry that a [`Allocator::wait_deferred`] running on
+    /// another thread is waiting on stays queued until that wait returns, reached or not.
     pub fn process_deferred(&self) -> Result<usize> {
         let device = self.device();
         let queue = &device.deferred;
@@ -213,14 +241,14 @@ impl Allocator<VulkanDevice> {
         let mut first_error = None;
         let ready: Vec<PendingFree> = {
             let mut pending = lock(&queue.pending);
-            if queue.waiters.load(Ordering::Acquire) > 0 {
-                // A `wait_deferred` is passing the queue's handles to the driver: nothing leaves until it is
-                // done (it processes the queue itself then).
-                return Ok(0);
-            }
             let mut ready = Vec::new();
             let mut index = 0;
             while index < pending.len() {
+                if pending[index].pins > 0 {
+                    // A `wait_deferred` is passing its handle to the driver: it stays until that is over.
+                    index += 1;
+                    continue;
+                }
                 match reached(device, pending[index].wait) {
                     Ok(true) => ready.push(pending.swap_remove(index)),
                     Ok(false) => index += 1,
@@ -249,30 +277,33 @@ impl Allocator<VulkanDevice> {
     }
 
     /// Waits up to `timeout_ns` for every pending wait point, then processes the queue; returns how many
-    /// frees were processed. For teardown: call it (or wait for the device to be idle and call
-    /// [`Allocator::process_deferred`]) before dropping the allocator. While it waits, no other thread's
-    /// processing frees anything (the fences and semaphores it waits on must stay alive until it is done).
+    /// frees were processed, or the wait's error (a timeout) once the queue was processed all the same. For
+    /// teardown: call it (or wait for the device to be idle and call [`Allocator::process_deferred`]) before
+    /// dropping the allocator. The entries queued when it starts stay queued until its waits return, even
+    /// those whose wait point is reached meanwhile (it passes their fences and semaphores to the driver, so
+    /// their owners must not destroy them yet); entries queued later are processed as usual.
     pub fn wait_deferred(&self, timeout_ns: u64) -> Result<usize> {
-        let device = self.device();
-        let queue = &device.deferred;
+        let queue = &self.device().deferred;
         let (mut fences, mut timelines): (Vec<vk::Fence>, Vec<(vk::Semaphore, u64)>) =
             (Vec::new(), Vec::new());
-        {
-            let pending = lock(&queue.pending);
-            // Under the lock, with the copy: no entry leaves (and no handle is freed for destruction) until
-            // the waits below are over.
-            queue.waiters.fetch_add(1, Ordering::AcqRel);
-            for entry in pending.iter() {
+        let pinned = {
+            let mut pending = lock(&queue.pending);
+            let mut pinned = Vec::with_capacity(pending.len());
+            for entry in pending.iter_mut() {
+                // Pinned under the lock, with the copy: the entry stays until the waits below are over.
+                entry.pins += 1;
+                pinned.push(entry.id);
                 match entry.wait {
                     WaitPoint::Fence(fence) => fences.push(fence),
                     WaitPoint::Timeline { semaphore, value } => timelines.push((semaphore, value)),
                 }
             }
-        }
+            Pins { queue, ids: pinned }
+        };
         let waited = self.wait_for(&mut fences, &mut timelines, timeout_ns);
-        queue.waiters.fetch_sub(1, Ordering::AcqRel);
-        waited?;
-        self.process_deferred()
+        drop(pinned);
+        let processed = self.process_deferred();
+        waited.and(processed)
     }
 
     /// The waits of [`Allocator::wait_deferred`], on handles copied from the queue while it holds them there.
@@ -291,7 +322,7 @@ impl Allocator<VulkanDevice> {
         let timed_out = |call: &str| Error::Device(DeviceError::Other(format!("{call} timed out")));
         if !fences.is_empty() {
             // SAFETY: the fences are valid until their frees are processed (`destroy_*_after`'s condition),
-            // and they are still queued: `process_deferred` removes nothing while `waiters` counts this call.
+            // and their entries are still queued: `process_deferred` leaves pinned entries where they are.
             match unsafe { device.device().wait_for_fences(fences, true, timeout_ns) } {
                 Ok(()) => {}
                 Err(vk::Result::TIMEOUT) => return Err(timed_out("vkWaitForFences")),

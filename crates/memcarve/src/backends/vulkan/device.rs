@@ -259,9 +259,12 @@ thread_local! {
 /// Why this is sound: `Allocator::allocate` creates blocks on the calling thread, and creates at most one
 /// successful block with `BlockDesc::dedicated` set per request (a failed attempt creates nothing and may be
 /// retried), so the request reaches exactly the dedicated block of the allocation being made; the first
-/// successful dedicated block consumes it. Pooled blocks (`dedicated == false`) never take it. The helpers
-/// still check the resulting block (`dedicated_to`) before binding, so if the allocator ever created blocks
-/// elsewhere, they would fail with an error instead of binding wrongly.
+/// successful dedicated block consumes it. Pooled blocks (`dedicated == false`) never take it. The one way
+/// the allocator runs other code meanwhile is a device-memory callback (a block destroyed to make room), which
+/// may allocate on this thread: the request is matched only at the callback depth it was made at, so such an
+/// allocation neither takes it nor uses it up. The helpers still check the resulting block (`dedicated_to`)
+/// before binding, so if the allocator ever created blocks elsewhere, they would fail with an error instead of
+/// binding wrongly.
 pub(super) struct BlockRequestScope {
     previous: Option<BlockRequest>,
 }
