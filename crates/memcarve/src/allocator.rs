@@ -116,7 +116,8 @@ pub struct AllocatorConfig {
     /// Print a leak report to stderr when the allocator is dropped with allocations still live (default on).
     pub report_leaks_on_drop: bool,
     /// Guard bytes before and after every pooled allocation in host-visible memory, filled with a pattern and
-    /// checked on free and by [`Allocator::check_corruption`] (VMA's corruption detection). 0 (default): off.
+    /// checked on free and by [`Allocator::check_corruption`] (VMA's corruption detection). 0 (default): off;
+    /// at most 1 MiB (`Allocator::new` refuses more).
     pub debug_margin: u64,
 }
 
@@ -504,6 +505,10 @@ impl Drop for CallbackScope {
 /// The byte debug margins are filled with.
 const MARGIN_PATTERN: u8 = 0xDC;
 
+/// The largest debug margin (`AllocatorConfig::debug_margin`): margins catch stray writes near an allocation,
+/// and one this large keeps every margin sum far from overflowing.
+const MAX_DEBUG_MARGIN: u64 = 1 << 20;
+
 /// A kept dedicated block serves a request up to `1 / DEDICATED_REUSE_SLACK` smaller than itself. On the traces an
 /// eighth let moe_train commit 1.056 × its peak live bytes instead of 1.045 × (for 83 block operations instead of
 /// 89); exact sizes only cost two_stream_train 146 operations instead of 32 (docs/BENCHMARKS.md).
@@ -621,6 +626,9 @@ impl<D: Device> Allocator<D> {
         }
         if sizes.host_max < sizes.host_initial || config.max_memory_blocks == 0 {
             return Err(Error::InvalidConfig { reason: "host max below initial, or a block limit of 0" });
+        }
+        if config.debug_margin > MAX_DEBUG_MARGIN {
+            return Err(Error::InvalidConfig { reason: "debug margin above 1 MiB" });
         }
         let granularity = device.virtual_memory().and_then(|vm| {
             (0..properties.types.len() as u32).filter_map(|memory_type| vm.granularity(memory_type)).max()
@@ -891,6 +899,10 @@ impl<D: Device> Allocator<D> {
         let pool = guard.as_mut().filter(|p| p.generation == id.generation).ok_or(Error::InvalidPool)?;
         if desc.size > pool.block_size {
             return Err(Error::SizeTooLarge { size: desc.size, limit: pool.block_size });
+        }
+        if desc.alignment > pool.block_size {
+            // No block of the pool's size can hold it: refused before a block is made for it.
+            return Err(Error::InvalidAlignment { alignment: desc.alignment });
         }
         let (memory_type, class, epoch) = (pool.memory_type, pool.class, pool.epoch);
         let mut placed = None;
@@ -1216,14 +1228,26 @@ impl<D: Device> Allocator<D> {
                 AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
                 return Ok(self.pooled(desc, memory_type, &mut pool, placement));
             }
-            // A block big enough for the request and its worst-case alignment padding.
-            let needed = span.saturating_add(desc.alignment.saturating_sub(1)).next_multiple_of(MIB);
+            // A block big enough for the request and its worst-case alignment padding (saturating: a request
+            // too large for any block is refused below, before a block is made).
+            let needed = span
+                .saturating_add(desc.alignment.saturating_sub(1))
+                .checked_next_multiple_of(MIB)
+                .unwrap_or(!(MIB - 1));
             (pool.next_block_size.max(needed), self.properties.limits.buffer_image_granularity)
         };
         if !may_create {
             return Err(Error::OutOfMemory { size: desc.size });
         }
         let block_size = self.reachable_block_size(memory_type, block_size);
+        // A block that cannot hold the request (its span, or an alignment past its size, which its ranges
+        // refuse) would only be made and cached for nothing.
+        if desc.alignment > block_size {
+            return Err(Error::InvalidAlignment { alignment: desc.alignment });
+        }
+        if self.span(memory_type, desc) > block_size {
+            return Err(Error::SizeTooLarge { size: desc.size, limit: block_size });
+        }
         let block = self.create_block(BlockDesc::new(memory_type, block_size), self.heap_of(memory_type))?;
         let mapping = match self.persistent_mapping_for(memory_type, &block) {
             Ok(mapping) => mapping,
@@ -1467,7 +1491,9 @@ impl<D: Device> Allocator<D> {
         let Some(budget) = self.device.heap_budgets().get(heap).copied() else { return size.min(max) };
         let left = budget.budget.saturating_sub(budget.usage);
         let slots = u64::from(self.block_limit.saturating_sub(live).max(1));
-        let share = left.div_ceil(slots).next_power_of_two().min(left & !(MIB - 1));
+        // Past 2^63 there is no next power of two: the share is then the budget left.
+        let share =
+            left.div_ceil(slots).checked_next_power_of_two().unwrap_or(u64::MAX).min(left & !(MIB - 1));
         size.max(share).min(max)
     }
 

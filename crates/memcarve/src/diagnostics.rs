@@ -40,14 +40,15 @@ impl MemoryStats {
 
     /// Adds another set's figures to these (the largest free range is the larger of the two).
     pub fn add(&mut self, other: &MemoryStats) {
-        self.committed_bytes += other.committed_bytes;
-        self.used_bytes += other.used_bytes;
-        self.free_bytes += other.free_bytes;
-        self.allocation_count += other.allocation_count;
-        self.block_count += other.block_count;
-        self.free_range_count += other.free_range_count;
+        // Saturating: sets a caller builds may hold any figures.
+        self.committed_bytes = self.committed_bytes.saturating_add(other.committed_bytes);
+        self.used_bytes = self.used_bytes.saturating_add(other.used_bytes);
+        self.free_bytes = self.free_bytes.saturating_add(other.free_bytes);
+        self.allocation_count = self.allocation_count.saturating_add(other.allocation_count);
+        self.block_count = self.block_count.saturating_add(other.block_count);
+        self.free_range_count = self.free_range_count.saturating_add(other.free_range_count);
         self.largest_free_range = self.largest_free_range.max(other.largest_free_range);
-        self.empty_block_count += other.empty_block_count;
+        self.empty_block_count = self.empty_block_count.saturating_add(other.empty_block_count);
     }
 }
 
@@ -215,8 +216,14 @@ pub(crate) struct EventRing {
 
 impl EventRing {
     pub fn new(capacity: usize) -> EventRing {
-        EventRing { capacity, events: VecDeque::with_capacity(capacity), next_sequence: 0, dropped: 0 }
+        // Room for the first events only: a large capacity grows as events come (one of `usize::MAX` made
+        // up front would be a panic, one of 2^40 an abort).
+        let room = capacity.min(Self::FIRST_ROOM);
+        EventRing { capacity, events: VecDeque::with_capacity(room), next_sequence: 0, dropped: 0 }
     }
+
+    /// Events a new ring has room for before it grows.
+    const FIRST_ROOM: usize = 4096;
 
     pub fn push(&mut self, kind: EventKind) {
         if self.capacity == 0 {
@@ -300,7 +307,7 @@ impl LeakReport {
 
     /// Bytes live in total.
     pub fn total_bytes(&self) -> u64 {
-        self.leaks.iter().map(|leak| leak.size).sum()
+        self.leaks.iter().fold(0u64, |total, leak| total.saturating_add(leak.size))
     }
 }
 

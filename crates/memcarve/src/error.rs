@@ -10,8 +10,8 @@ pub enum Error {
     /// A request for zero bytes.
     #[error("allocation size is zero")]
     ZeroSize,
-    /// The alignment is not a power of two.
-    #[error("alignment {alignment} is not a power of two")]
+    /// The alignment is not a power of two, or is larger than any block that could hold the request.
+    #[error("alignment {alignment} is not a power of two, or larger than the block that would hold it")]
     InvalidAlignment {
         /// The alignment asked for.
         alignment: u64,

@@ -153,7 +153,10 @@ impl<V: VirtualMemory> TieredHeap<V> {
         // The first tier's reservation is the size asked for (what a heap of one tier reserves); each tier's
         // range in the numbering is that, rounded up to the largest page.
         let first = VirtualHeap::new(vm, memory_type, size, page_size, config)?;
-        let span = size.max(largest).next_multiple_of(largest);
+        let span = size
+            .max(largest)
+            .checked_next_multiple_of(largest)
+            .ok_or(DeviceError::Unsupported("reservation too large"))?;
         Ok(TieredHeap {
             first,
             upper: Vec::new(),

@@ -1475,7 +1475,10 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         if !page_size.is_power_of_two() {
             return Err(DeviceError::Unsupported("virtual memory page size is not a power of two"));
         }
-        let size = size.max(page_size).next_multiple_of(page_size);
+        let size = size
+            .max(page_size)
+            .checked_next_multiple_of(page_size)
+            .ok_or(DeviceError::Unsupported("reservation too large"))?;
         let pages = usize::try_from(size >> page_size.trailing_zeros())
             .ok()
             .filter(|&pages| pages < NIL as usize)
@@ -2200,7 +2203,9 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             let new_pages = self.release.commit_ahead_bytes(&state) >> self.page_shift;
             // Room: unmapped pages after `last`, looked at no further than the pages could fill.
             let cap = AHEAD_ALIASES_PER_PAGE * count as u64;
-            let wanted = (self.phys.free_count.min(cap) + new_pages) as usize;
+            // Bounded by the reservation (a policy may ask for any number of pages ahead).
+            let wanted = (self.phys.free_count.min(cap).saturating_add(new_pages) as usize)
+                .min(self.page_count.saturating_sub(last + 1));
             self.cover_pages(last + 1 + wanted);
             let room = self.unmapped_from(last + 1, wanted);
             let aliased = room.min(cap as usize);

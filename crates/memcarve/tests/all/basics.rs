@@ -68,6 +68,43 @@ fn policy_choices_follow_usage_and_are_explained() {
 }
 
 #[test]
+fn hostile_settings_and_requests_are_typed_errors_and_make_no_blocks() {
+    let device = simulated(MemoryProfile::discrete());
+    // An event ring of any capacity (made up front, `usize::MAX` was a panic) grows as events come.
+    let events = allocator(&device, AllocatorConfig::default().with_event_capacity(usize::MAX));
+    events.free(events.allocate(&AllocationDesc::new("a", 64, MemoryLocation::GpuOnly)).unwrap()).unwrap();
+    drop(events);
+    assert_eq!(
+        Allocator::new(Arc::clone(&device), AllocatorConfig::default().with_debug_margin(u64::MAX))
+            .unwrap_err(),
+        Error::InvalidConfig { reason: "debug margin above 1 MiB" }
+    );
+
+    // An alignment no block can hold is refused before a block is made for it (with margins, whose sums
+    // overflowed here), in the default pools and in a custom pool.
+    let allocator = allocator(&device, AllocatorConfig::default().with_debug_margin(16));
+    let blocks = device.counters().live_blocks;
+    let huge = AllocationDesc::new("huge", 1, MemoryLocation::CpuToGpu).with_alignment(1 << 63);
+    assert_eq!(allocator.allocate(&huge).unwrap_err(), Error::InvalidAlignment { alignment: 1 << 63 });
+    let pool = allocator.create_pool(&memcarve::PoolDesc::new("small", 4, 1 << 20)).unwrap();
+    let blocks_with_pool = device.counters().live_blocks;
+    let aligned = AllocationDesc::new("x", 64, MemoryLocation::CpuToGpu).with_alignment(2 << 20);
+    assert_eq!(
+        allocator.allocate_in_pool(pool, &aligned).unwrap_err(),
+        Error::InvalidAlignment { alignment: 2 << 20 }
+    );
+    assert_eq!(blocks_with_pool, blocks, "the pool makes no block of its own at first");
+    assert_eq!(device.counters().live_blocks, blocks, "no block was made for either request");
+    allocator.destroy_pool(pool).unwrap();
+    allocator.check().unwrap();
+
+    // A virtual heap whose reservation cannot be rounded to pages: a typed error, not an overflow.
+    let heap = memcarve::VirtualHeapConfig::default().with_reserve_size(u64::MAX);
+    let virtual_heap = self::allocator(&device, AllocatorConfig::default().with_virtual_heap(heap));
+    assert!(virtual_heap.allocate(&AllocationDesc::new("v", 4096, MemoryLocation::GpuOnly)).is_err());
+}
+
+#[test]
 fn bad_input_is_a_typed_error() {
     let device = simulated(MemoryProfile::discrete());
     let allocator = allocator(&device, AllocatorConfig::default());
