@@ -418,6 +418,12 @@ impl<V: VirtualMemory> TieredHeap<V> {
     #[inline(never)]
     fn open_next(&mut self, vm: &V) {
         let Some(next) = self.plan.get(self.upper.len()).copied() else { return };
+        // The new tier numbers its offsets from `(upper + 1) × span` to its end: one whose end would pass
+        // `u64::MAX` (spans of 2^62 bytes or more) is not opened, like one the device refuses.
+        if (self.upper.len() as u64 + 2).checked_mul(self.span).is_none() {
+            self.next_opens_at = u64::MAX;
+            return;
+        }
         let Ok(mut tier) = VirtualHeap::new(vm, self.memory_type, self.span, next.page_size, &self.config)
         else {
             self.next_opens_at = u64::MAX;
