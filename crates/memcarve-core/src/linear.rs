@@ -91,9 +91,7 @@ impl LinearAllocator {
                 self.entries.pop();
                 Ok(())
             }
-            top => Err(classify(sequence, top.map(|e| e.sequence), self.next_sequence, |s| {
-                self.entries.binary_search_by_key(&s, |e| e.sequence).is_ok()
-            })),
+            top => Err(classify(sequence, top.map(|e| e.sequence), self.next_sequence, |s| self.holds(s))),
         }
     }
 
@@ -105,8 +103,12 @@ impl LinearAllocator {
 
     /// Whether `handle` names a live allocation of this stack (O(log n)).
     pub fn is_live(&self, handle: &Handle) -> bool {
-        handle.owner() == self.owner
-            && self.entries.binary_search_by_key(&handle.sequence(), |entry| entry.sequence).is_ok()
+        handle.owner() == self.owner && self.holds(handle.sequence())
+    }
+
+    /// Whether the entry of `sequence` is live (entries are kept in sequence order).
+    fn holds(&self, sequence: u64) -> bool {
+        self.entries.binary_search_by_key(&sequence, |entry| entry.sequence).is_ok()
     }
 
     /// A snapshot of usage: alignment padding between allocations counts as used.
@@ -236,9 +238,9 @@ impl RingAllocator {
                 }
                 Ok(())
             }
-            oldest => Err(classify(sequence, oldest.map(|e| e.sequence), self.next_sequence, |s| {
-                self.entries.binary_search_by_key(&s, |e| e.sequence).is_ok()
-            })),
+            oldest => {
+                Err(classify(sequence, oldest.map(|e| e.sequence), self.next_sequence, |s| self.holds(s)))
+            }
         }
     }
 
@@ -250,8 +252,12 @@ impl RingAllocator {
 
     /// Whether `handle` names a live allocation of this ring (O(log n)).
     pub fn is_live(&self, handle: &Handle) -> bool {
-        handle.owner() == self.owner
-            && self.entries.binary_search_by_key(&handle.sequence(), |entry| entry.sequence).is_ok()
+        handle.owner() == self.owner && self.holds(handle.sequence())
+    }
+
+    /// Whether the entry of `sequence` is live (entries are kept in sequence order).
+    fn holds(&self, sequence: u64) -> bool {
+        self.entries.binary_search_by_key(&sequence, |entry| entry.sequence).is_ok()
     }
 
     /// A snapshot of usage: padding and space skipped at the end of the ring count as used until the entry
