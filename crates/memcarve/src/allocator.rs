@@ -1221,9 +1221,9 @@ impl<D: Device> Allocator<D> {
         }
 
         // Existing blocks first.
+        let span = self.span(memory_type, desc);
         let (block_size, class_granularity) = {
             let mut pool = lock(self.pool(memory_type, desc.class));
-            let span = self.span(memory_type, desc);
             if let Some(placement) = pool.place(span, desc.alignment) {
                 AtomicDiagnostics::bump(&self.type_counters[memory_type as usize].block_reuses);
                 return Ok(self.pooled(desc, memory_type, &mut pool, placement));
@@ -1245,7 +1245,7 @@ impl<D: Device> Allocator<D> {
         if desc.alignment > block_size {
             return Err(Error::InvalidAlignment { alignment: desc.alignment });
         }
-        if self.span(memory_type, desc) > block_size {
+        if span > block_size {
             return Err(Error::SizeTooLarge { size: desc.size, limit: block_size });
         }
         let block = self.create_block(BlockDesc::new(memory_type, block_size), self.heap_of(memory_type))?;
@@ -1268,7 +1268,7 @@ impl<D: Device> Allocator<D> {
         };
         let grown = (pool.next_block_size.saturating_mul(2)).min(self.regular_max(memory_type));
         pool.next_block_size = pool.next_block_size.max(grown);
-        match pool.place_in(index, self.span(memory_type, desc), desc.alignment) {
+        match pool.place_in(index, span, desc.alignment) {
             Some(placement) => Ok(self.pooled(desc, memory_type, &mut pool, placement)),
             // Cannot happen (the block was sized for the request), but never panic: keep the block cached.
             None => Err(Error::OutOfMemory { size: desc.size }),
@@ -1725,10 +1725,7 @@ impl<D: Device> Allocator<D> {
             Ok(block) => {
                 AtomicDiagnostics::bump(&self.diagnostics.block_creations);
                 self.diagnostics.change_committed(desc.size, 0);
-                if let Some(callbacks) = &self.config.callbacks {
-                    let _inside = CallbackScope::enter();
-                    callbacks.block_created(desc.memory_type, desc.size);
-                }
+                self.notify(|callbacks| callbacks.block_created(desc.memory_type, desc.size));
                 self.record(|| EventKind::BlockCreated { memory_type: desc.memory_type, size: desc.size });
                 Ok(block)
             }
@@ -1784,11 +1781,17 @@ impl<D: Device> Allocator<D> {
         self.live_blocks.fetch_sub(1, Ordering::AcqRel);
         AtomicDiagnostics::bump(&self.diagnostics.block_destructions);
         self.diagnostics.change_committed(0, size);
+        self.notify(|callbacks| callbacks.block_destroyed(memory_type, size));
+        self.record(|| EventKind::BlockDestroyed { memory_type, size });
+    }
+
+    /// Runs `call` on the installed device-memory callbacks, if any, inside a [`CallbackScope`] (see
+    /// [`callback_depth`]): every callback goes through here.
+    fn notify(&self, call: impl FnOnce(&dyn DeviceMemoryCallbacks)) {
         if let Some(callbacks) = &self.config.callbacks {
             let _inside = CallbackScope::enter();
-            callbacks.block_destroyed(memory_type, size);
+            call(callbacks.as_ref());
         }
-        self.record(|| EventKind::BlockDestroyed { memory_type, size });
     }
 
     /// Destroys cached empty blocks of pools, and kept dedicated blocks, in `heap` (every heap with None);
