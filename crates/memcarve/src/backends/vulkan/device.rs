@@ -153,7 +153,7 @@ impl VulkanDeviceDesc {
             device,
             api_version,
             features: VulkanFeatures::NONE,
-            default_priority: 0.5,
+            default_priority: DEFAULT_PRIORITY,
         }
     }
 
@@ -242,15 +242,13 @@ pub(super) struct BlockRequest {
     pub export: Option<ExportKind>,
     /// The block's priority.
     pub priority: Option<f32>,
-    /// How deep in device-memory callbacks the thread was when the request was made (set by
-    /// [`BlockRequestScope::enter`]): a block made at another depth (an allocation a callback makes while the
-    /// request's own allocation is under way) ignores the request.
-    pub callback_depth: u32,
 }
 
 thread_local! {
-    /// The request of the resource helper running on this thread, if any.
-    static BLOCK_REQUEST: Cell<Option<BlockRequest>> = const { Cell::new(None) };
+    /// The request of the resource helper running on this thread, if any, with how deep in device-memory
+    /// callbacks the thread was when it was made: a block made at another depth (an allocation a callback makes
+    /// while the request's own allocation is under way) ignores it.
+    static BLOCK_REQUEST: Cell<Option<(BlockRequest, u32)>> = const { Cell::new(None) };
 }
 
 /// Sets this thread's [`BlockRequest`] for the duration of one `Allocator::allocate` call and restores the
@@ -266,13 +264,13 @@ thread_local! {
 /// before binding, so if the allocator ever created blocks elsewhere, they would fail with an error instead of
 /// binding wrongly.
 pub(super) struct BlockRequestScope {
-    previous: Option<BlockRequest>,
+    previous: Option<(BlockRequest, u32)>,
 }
 
 impl BlockRequestScope {
     pub(super) fn enter(request: BlockRequest) -> BlockRequestScope {
-        let request = BlockRequest { callback_depth: crate::allocator::callback_depth(), ..request };
-        BlockRequestScope { previous: BLOCK_REQUEST.with(|slot| slot.replace(Some(request))) }
+        let entry = (request, crate::allocator::callback_depth());
+        BlockRequestScope { previous: BLOCK_REQUEST.with(|slot| slot.replace(Some(entry))) }
     }
 }
 
@@ -286,7 +284,8 @@ fn current_request(device: vk::Device) -> Option<BlockRequest> {
     let depth = crate::allocator::callback_depth();
     BLOCK_REQUEST
         .with(Cell::get)
-        .filter(|request| request.device == device && request.callback_depth == depth)
+        .filter(|(request, at)| request.device == device && *at == depth)
+        .map(|(request, _)| request)
 }
 
 /// Budgets read by the last VK_EXT_memory_budget query, and memcarve's own usage at that moment.
@@ -336,6 +335,9 @@ pub(super) fn format_version(version: u32) -> String {
         vk::api_version_patch(version)
     )
 }
+
+/// The memory priority of blocks no one asked a priority for (Vulkan's own default).
+const DEFAULT_PRIORITY: f32 = 0.5;
 
 /// A memory priority Vulkan accepts (`[0, 1]`): clamped, and `fallback` for NaN, which `clamp` would pass on.
 fn valid_priority(priority: f32, fallback: f32) -> f32 {
@@ -501,7 +503,7 @@ impl VulkanDevice {
             external_memory_fd,
             api_version,
             features,
-            default_priority: valid_priority(desc.default_priority, 0.5),
+            default_priority: valid_priority(desc.default_priority, DEFAULT_PRIORITY),
             device_name,
             properties,
             own_usage: (0..heap_count).map(|_| AtomicU64::new(0)).collect(),
@@ -848,13 +850,7 @@ mod tests {
     #[test]
     fn a_block_request_is_not_seen_from_inside_a_device_memory_callback() {
         let device = vk::Device::from_raw(1);
-        let request = BlockRequest {
-            device,
-            dedicated_to: None,
-            export: None,
-            priority: Some(0.75),
-            callback_depth: 0,
-        };
+        let request = BlockRequest { device, dedicated_to: None, export: None, priority: Some(0.75) };
         let _scope = BlockRequestScope::enter(request);
         assert!(current_request(device).is_some());
         assert!(current_request(vk::Device::from_raw(2)).is_none(), "another device's");

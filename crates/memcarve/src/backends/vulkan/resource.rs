@@ -509,7 +509,6 @@ impl Allocator<VulkanDevice> {
                 dedicated_to: object,
                 export: options.export,
                 priority: options.priority,
-                callback_depth: 0,
             })
         });
         let allocation = self.allocate(&desc)?;
