@@ -8046,6 +8046,136 @@ def convnext_small_train_mid(torch):
     return {"steps": steps, "losses": losses}
 
 
+def starcoder2_small_sample_generate(torch):
+    """A small StarCoder2-style decoder through transformers (`Starcoder2ForCausalLM(Starcoder2Config(...))`: 6
+    layers 576 wide, 9 heads sharing 3 key-value heads, biased projections, 49k tied vocabulary), fp16, `generate`
+    sampling the 40 likeliest tokens for 4 rounds (batch, prompt, new tokens) from (1, 640, 64) to (16, 40, 32).
+    Recorded in the thirty-eighth session as a held-out batch, unseen by the policy."""
+    from transformers import Starcoder2Config, Starcoder2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Starcoder2Config(vocab_size=49152, hidden_size=576, intermediate_size=2304, num_hidden_layers=6,
+                              num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048,
+                              bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    rounds = [(3, 192, 48), (16, 40, 32), (1, 640, 64), (8, 112, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Starcoder2ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=40, pad_token_id=0)
+
+
+def olmo_small_greedy_generate(torch):
+    """A small OLMo-style decoder through transformers (`OlmoForCausalLM(OlmoConfig(...))`: 8 layers 512 wide, 8
+    heads, non-parametric layer norms, SwiGLU of 1,536, 50k vocabulary), fp16, greedy `generate` for 4 rounds
+    (batch, prompt, new tokens) from (2, 448, 48) to (20, 48, 24). Recorded in the thirty-eighth session as a
+    held-out batch, unseen by the policy."""
+    from transformers import OlmoConfig, OlmoForCausalLM
+
+    torch.manual_seed(0)
+    config = OlmoConfig(vocab_size=50304, hidden_size=512, intermediate_size=1536, num_hidden_layers=8,
+                        num_attention_heads=8, max_position_embeddings=2048, pad_token_id=0, bos_token_id=0,
+                        eos_token_id=0)
+    rounds = [(10, 96, 32), (2, 448, 48), (20, 48, 24), (5, 224, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, OlmoForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def umt5_small_greedy_translate(torch):
+    """A small UMT5-style encoder-decoder through transformers (`UMT5ForConditionalGeneration(UMT5Config(...))`: 4 +
+    4 layers 384 wide, 6 heads of 64, gated-GELU feed-forward of 1,024, relative position buckets per layer, 32k
+    vocabulary), bf16, greedy `generate` for 4 rounds (batch, input length, new tokens) from (3, 512, 56) to (24,
+    64, 24), inputs with random padding. Recorded in the thirty-eighth session as a held-out batch, unseen by the
+    policy."""
+    from transformers import UMT5Config, UMT5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = UMT5Config(vocab_size=32128, d_model=384, d_kv=64, d_ff=1024, num_layers=4, num_decoder_layers=4,
+                        num_heads=6, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    rounds = [(6, 256, 40), (24, 64, 24), (3, 512, 56), (12, 128, 32)]  # batch, input length, new tokens
+    return generate_padded_rounds(torch, UMT5ForConditionalGeneration(config).eval(), rounds, config.vocab_size)
+
+
+def roformer_classify_infer(torch):
+    """Sequence classification with a small RoFormer encoder through transformers
+    (`RoFormerForSequenceClassification(RoFormerConfig(...))`: 6 layers 384 wide, 6 heads with rotary positions,
+    1,536 feed-forward, 50k vocabulary, 4 labels), fp16, 12 batches of (sentences, tokens) from (256, 32) to (6,
+    768), padded on the right. Recorded in the thirty-eighth session as a held-out batch, unseen by the policy."""
+    from transformers import RoFormerConfig, RoFormerForSequenceClassification
+
+    torch.manual_seed(0)
+    config = RoFormerConfig(vocab_size=50000, hidden_size=384, num_hidden_layers=6, num_attention_heads=6,
+                            intermediate_size=1536, max_position_embeddings=1024, pad_token_id=0, num_labels=4)
+    batches = [(64, 128), (256, 32), (6, 768), (32, 256), (128, 64), (12, 512), (96, 96), (4, 768), (48, 192),
+               (160, 48), (16, 384), (200, 40)]
+    labelled = classify_padded(torch, RoFormerForSequenceClassification(config).eval(), config.vocab_size, batches,
+                               forward=lambda model, ids, mask: model(input_ids=ids * mask,
+                                                                      attention_mask=mask).logits,
+                               count=lambda logits, mask: int((logits.argmax(-1) == 3).sum().item()))
+    return {"batches": batches, "labelled": labelled}
+
+
+def maxvit_t_half_infer(torch):
+    """torchvision MaxViT-T (31 M parameters: MBConv, block and grid attention over windows of 7, at 224 pixels) in
+    fp16, inference at batches of 1 to 48 (8 batches, each twice). Recorded in the thirty-eighth session as a
+    held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(batch, 224) for batch in (12, 1, 48, 6, 32, 2, 24, 8)]
+    checksum = infer_images(torch, torchvision.models.maxvit_t().eval(), shapes,
+                            lambda model: model.to("cuda", torch.float16),
+                            lambda out: int(out.argmax(-1).sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def resnext50_train_small(torch):
+    """torchvision ResNeXt-50 32x4d (23 M parameters) trained on 100 classes at 112 pixels, fp32, SGD with momentum,
+    12 steps of 16 to 96 images. Recorded in the thirty-eighth session as a held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnext50_32x4d(num_classes=100)
+    steps = [24, 64, 16, 48, 96, 32, 80, 40, 56, 16, 72, 32]
+
+    def make_batch(batch, gen):
+        images = torch.randn(batch, 3, 112, 112, device="cuda", generator=gen)
+        return images, torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+
+    losses = train_steps(torch, model, lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), steps,
+                         make_batch)
+    return {"steps": steps, "losses": losses}
+
+
+def fcn_segment_half_infer(torch):
+    """torchvision FCN-ResNet50 semantic segmentation inference (21 classes, no pretrained weights, no auxiliary
+    head), fp16, batches of 1 to 16 images of 192 to 640 pixels (8 shapes, each twice). Recorded in the
+    thirty-eighth session as a held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(4, 320), (1, 640), (8, 256), (2, 448), (16, 192), (1, 512), (6, 288), (3, 384)]
+    model = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().half().eval(),
+                            lambda out: float(out["out"].float().argmax(1).float().mean().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def densenet121_train_small(torch):
+    """torchvision DenseNet-121 (7 M parameters, every layer's input the concatenation of all before it in its
+    block) trained on 50 classes at 96 pixels, fp32, Adam, 10 steps of 16 to 80 images. Recorded in the
+    thirty-eighth session as a held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.densenet121(num_classes=50)
+    steps = [16, 48, 32, 64, 24, 80, 40, 16, 56, 32]
+
+    def make_batch(batch, gen):
+        images = torch.randn(batch, 3, 96, 96, device="cuda", generator=gen)
+        return images, torch.randint(0, 50, (batch,), device="cuda", generator=gen)
+
+    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps, make_batch)
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -8128,7 +8258,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      gptj_small_sample_generate, stablelm_small_greedy_generate,
                                      codegen_small_beam_generate, mbart_small_sample_translate,
                                      pegasus_small_greedy_summarize, deberta_small_classify_infer,
-                                     swin_v2_tiny_half_infer, convnext_small_train_mid)}
+                                     swin_v2_tiny_half_infer, convnext_small_train_mid,
+                                     starcoder2_small_sample_generate, olmo_small_greedy_generate,
+                                     umt5_small_greedy_translate, roformer_classify_infer, maxvit_t_half_infer,
+                                     resnext50_train_small, fcn_segment_half_infer, densenet121_train_small)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
