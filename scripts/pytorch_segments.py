@@ -3,7 +3,7 @@
 
     python3 scripts/pytorch_segments.py TRACE [--out FILE]
 
-TRACE is a `torch.cuda.memory._snapshot()` pickle (plain or gzip), as in traces/. Its `device_traces` are walked
+TRACE is a `torch.cuda.memory._snapshot()` pickle (plain, gzip or xz), as in traces/. Its `device_traces` are walked
 as memcarve's importer walks them (devices in index order, their entries one after another), and each
 `segment_alloc`, `segment_free`, `segment_map` and `segment_unmap` entry becomes a line `action,key,size`, where
 the key is the entry's address with the device's index in the bits above bit 56 (the same address on two devices
@@ -13,6 +13,7 @@ last line on standard error says how many. Standard library only.
 
 import argparse
 import gzip
+import lzma
 import pickle
 import sys
 
@@ -20,10 +21,10 @@ SEGMENT_ACTIONS = ("segment_alloc", "segment_free", "segment_map", "segment_unma
 
 
 def load(path):
-    """The snapshot in `path`, gzip or plain pickle."""
+    """The snapshot in `path`: a pickle, plain or compressed with gzip or xz."""
     with open(path, "rb") as file:
-        magic = file.read(2)
-    opener = gzip.open if magic == b"\x1f\x8b" else open
+        magic = file.read(6)
+    opener = gzip.open if magic[:2] == b"\x1f\x8b" else lzma.open if magic == b"\xfd7zXZ\x00" else open
     with opener(path, "rb") as file:
         return pickle.load(file)
 

@@ -4,6 +4,7 @@
 """
 
 import gzip
+import lzma
 import os
 import pickle
 import subprocess
@@ -60,6 +61,10 @@ class PyTorchSegments(unittest.TestCase):
 
     def test_reads_gzip_snapshots(self):
         lines, _ = self.extract(gzip.open, "trace.pickle.gz")
+        self.assertEqual(lines, EXPECTED)
+
+    def test_reads_xz_snapshots(self):
+        lines, _ = self.extract(lzma.open, "trace.pickle.xz")
         self.assertEqual(lines, EXPECTED)
 
 

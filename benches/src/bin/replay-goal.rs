@@ -103,7 +103,7 @@ fn load(path: &Path) -> Result<Loaded, String> {
     let events = trace.by_ref().collect::<Result<Vec<Event>, _>>().map_err(|error| error.to_string())?;
     let name =
         path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let name = name.trim_end_matches(".gz").trim_end_matches(".pickle").to_string();
+    let name = name.split(".pickle").next().unwrap_or_default().to_string();
     Ok(Loaded { name, events, pytorch: trace.summary().pytorch, first: None, times: vec![] })
 }
 

@@ -1,6 +1,6 @@
 //! The one error type of this crate. Every variant names the file (or the name the caller gave a byte
 //! source) and, where the input is at fault, the position: a line of a trace, a byte offset of a pickle or of
-//! gzip-decompressed data, or a device and entry index of a snapshot. Where an I/O or decompression error is the
+//! decompressed data, or a device and entry index of a snapshot. Where an I/O or decompression error is the
 //! cause, it is the variant's [`std::error::Error::source`] and not repeated in the message, so that printing the
 //! chain (as `anyhow`'s `{:#}` does) says it once.
 
@@ -21,7 +21,7 @@ pub enum TraceError {
         #[source]
         source: io::Error,
     },
-    /// Reading a trace failed part-way (an I/O error, or gzip data that is corrupt or cut short).
+    /// Reading a trace failed part-way (an I/O error, or compressed data that is corrupt or cut short).
     #[error("{file}: line {line}: read failed")]
     Read {
         /// The file.
@@ -32,11 +32,13 @@ pub enum TraceError {
         #[source]
         source: io::Error,
     },
-    /// Gzip data is corrupt or cut short (whole-file reads, as of a snapshot).
-    #[error("{file}: gzip data is corrupt or truncated after {offset} decompressed bytes")]
-    Gzip {
+    /// Compressed data is corrupt or cut short (whole-file reads, as of a snapshot).
+    #[error("{file}: {format} data is corrupt or truncated after {offset} decompressed bytes")]
+    Decompress {
         /// The file.
         file: String,
+        /// The compression: "gzip" or "xz" ("plain" when the file is not compressed and reading it failed).
+        format: &'static str,
         /// Decompressed bytes produced before the failure.
         offset: u64,
         /// The decompression error.
@@ -140,7 +142,7 @@ impl TraceError {
         match self {
             TraceError::Open { file, .. }
             | TraceError::Read { file, .. }
-            | TraceError::Gzip { file, .. }
+            | TraceError::Decompress { file, .. }
             | TraceError::Pickle { file, .. }
             | TraceError::NotSnapshot { file, .. }
             | TraceError::Entry { file, .. }

@@ -1,5 +1,5 @@
 //! The memcarve trace format, version 1 (docs/TRACE_FORMAT.md): a line-based text format, one record per
-//! line, gzip accepted on read. [`TraceReader`] streams it one event at a time and [`TraceWriter`] writes
+//! line, gzip or xz accepted on read. [`TraceReader`] streams it one event at a time and [`TraceWriter`] writes
 //! it one event at a time: memory is proportional to the live allocations, never to the length of the trace.
 //! Both check every event with [`LiveAllocations`], so a trace that reads without error is well formed.
 
@@ -10,6 +10,7 @@ use std::path::Path;
 use flate2::Compression;
 use flate2::bufread::MultiGzDecoder;
 use flate2::write::GzEncoder;
+use liblzma::bufread::XzDecoder;
 
 use crate::error::TraceError;
 use crate::model::{
@@ -31,6 +32,7 @@ const WRITE_BUFFER_BYTES: usize = 64 << 10;
 
 const VERSION_PREFIX: &str = "# memcarve-trace v";
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0x00];
 const PICKLE_PROTO: u8 = 0x80;
 
 const KEY_SOURCE: &str = "source";
@@ -69,17 +71,20 @@ impl TraceHeader {
 
 type Prefixed<R> = Chain<Cursor<Vec<u8>>, R>;
 
-/// A byte source with gzip undone when it starts with the gzip magic bytes.
+/// A byte source with its compression undone: gzip or xz when it starts with that format's magic bytes, else
+/// read as it is.
 pub(crate) enum Decoded<R> {
     Plain(Prefixed<R>),
     Gzip(BufReader<MultiGzDecoder<Prefixed<R>>>),
+    Xz(BufReader<XzDecoder<Prefixed<R>>>),
 }
 
 impl<R: BufRead> Decoded<R> {
-    /// Looks at the first two bytes (without losing them) and undoes gzip if they are its magic.
+    /// Looks at the first bytes (without losing them) and undoes gzip or xz if they are its magic. Concatenated
+    /// streams of either are read one after another, as their command-line tools do.
     pub(crate) fn new(mut input: R) -> io::Result<Decoded<R>> {
-        let mut magic = Vec::with_capacity(2);
-        while magic.len() < 2 {
+        let mut magic = Vec::with_capacity(XZ_MAGIC.len());
+        while magic.len() < XZ_MAGIC.len() {
             let available = match input.fill_buf() {
                 Ok(available) => available,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
@@ -88,17 +93,29 @@ impl<R: BufRead> Decoded<R> {
             if available.is_empty() {
                 break;
             }
-            let take = available.len().min(2 - magic.len());
+            let take = available.len().min(XZ_MAGIC.len() - magic.len());
             magic.extend(available.iter().take(take));
             input.consume(take);
         }
-        let gzip = magic == GZIP_MAGIC;
+        let gzip = magic.starts_with(&GZIP_MAGIC);
+        let xz = magic == XZ_MAGIC;
         let prefixed = Cursor::new(magic).chain(input);
         Ok(if gzip {
             Decoded::Gzip(BufReader::new(MultiGzDecoder::new(prefixed)))
+        } else if xz {
+            Decoded::Xz(BufReader::new(XzDecoder::new_multi_decoder(prefixed)))
         } else {
             Decoded::Plain(prefixed)
         })
+    }
+
+    /// The compression undone, for errors: "gzip", "xz", or "plain" when none.
+    pub(crate) fn format(&self) -> &'static str {
+        match self {
+            Decoded::Plain(_) => "plain",
+            Decoded::Gzip(_) => "gzip",
+            Decoded::Xz(_) => "xz",
+        }
     }
 }
 
@@ -107,6 +124,7 @@ impl<R: BufRead> Read for Decoded<R> {
         match self {
             Decoded::Plain(input) => input.read(buf),
             Decoded::Gzip(input) => input.read(buf),
+            Decoded::Xz(input) => input.read(buf),
         }
     }
 }
@@ -116,6 +134,7 @@ impl<R: BufRead> BufRead for Decoded<R> {
         match self {
             Decoded::Plain(input) => input.fill_buf(),
             Decoded::Gzip(input) => input.fill_buf(),
+            Decoded::Xz(input) => input.fill_buf(),
         }
     }
 
@@ -123,6 +142,7 @@ impl<R: BufRead> BufRead for Decoded<R> {
         match self {
             Decoded::Plain(input) => input.consume(amount),
             Decoded::Gzip(input) => input.consume(amount),
+            Decoded::Xz(input) => input.consume(amount),
         }
     }
 }
@@ -134,7 +154,7 @@ enum Phase {
     Failed,
 }
 
-/// Reads a trace one event at a time from any [`BufRead`], plain or gzip-compressed.
+/// Reads a trace one event at a time from any [`BufRead`], plain or compressed (gzip or xz).
 ///
 /// Iterating yields `Ok(event)` for each event and ends after the `end` record; an error ends the iteration
 /// too (it is yielded once, then `None`). [`TraceReader::summary`] is complete once iteration has ended
@@ -170,7 +190,7 @@ pub struct TraceReader<R> {
 }
 
 impl TraceReader<BufReader<File>> {
-    /// Opens a trace file (plain or gzip) and reads its header.
+    /// Opens a trace file (plain, gzip or xz) and reads its header.
     pub fn open(path: impl AsRef<Path>) -> Result<TraceReader<BufReader<File>>, TraceError> {
         let path = path.as_ref();
         let file = path.display().to_string();
@@ -180,7 +200,7 @@ impl TraceReader<BufReader<File>> {
 }
 
 impl<R: BufRead> TraceReader<R> {
-    /// Reads the header of a trace from `input` (plain or gzip); `file` names it in errors.
+    /// Reads the header of a trace from `input` (plain, gzip or xz); `file` names it in errors.
     pub fn new(input: R, file: impl Into<String>) -> Result<TraceReader<R>, TraceError> {
         let file = file.into();
         match Decoded::new(input) {

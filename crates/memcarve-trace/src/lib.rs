@@ -3,7 +3,7 @@
 //! - [`model`]: the events of a trace ([`Event`]: allocations and frees) and the figures beside them
 //!   ([`TraceSummary`], with PyTorch's own in [`PyTorchFigures`]).
 //! - [`format`](mod@format): the memcarve trace format (docs/TRACE_FORMAT.md), a versioned line-based text format, plain
-//!   or gzip, with a streaming [`TraceReader`] and [`TraceWriter`].
+//!   or compressed (gzip or xz), with a streaming [`TraceReader`] and [`TraceWriter`].
 //! - [`torch`]: the importer of PyTorch CUDA caching-allocator snapshots (`torch.cuda.memory._dump_snapshot`).
 //! - [`open`]: either kind of file, told apart by its content, as one stream of events.
 //!
@@ -98,7 +98,18 @@ impl Iterator for OpenTrace {
     }
 }
 
-/// Opens a trace file of either kind, plain or gzip-compressed: a PyTorch snapshot (a pickle) is imported
+/// Whether the file holds a PyTorch snapshot (a pickle; plain, gzip or xz) rather than a memcarve trace, from its
+/// first decompressed byte. Compressed data that cannot be read says no: the trace reader then names what is wrong.
+pub fn is_snapshot(path: impl AsRef<Path>) -> Result<bool, TraceError> {
+    let path = path.as_ref();
+    let file = path.display().to_string();
+    let input = File::open(path).map_err(|source| TraceError::Open { file: file.clone(), source })?;
+    let mut input =
+        Decoded::new(BufReader::new(input)).map_err(|source| TraceError::Open { file, source })?;
+    Ok(matches!(input.fill_buf(), Ok(bytes) if bytes.first() == Some(&0x80)))
+}
+
+/// Opens a trace file of either kind, plain or compressed (gzip or xz): a PyTorch snapshot (a pickle) is imported
 /// whole, a memcarve trace is streamed.
 pub fn open(path: impl AsRef<Path>) -> Result<OpenTrace, TraceError> {
     let path = path.as_ref();
@@ -108,12 +119,15 @@ pub fn open(path: impl AsRef<Path>) -> Result<OpenTrace, TraceError> {
         .map_err(|source| TraceError::Open { file: file.clone(), source })?;
     let first = match input.fill_buf() {
         Ok(bytes) => bytes.first().copied(),
-        Err(source) => return Err(TraceError::Gzip { file, offset: 0, source }),
+        Err(source) => {
+            return Err(TraceError::Decompress { file, format: input.format(), offset: 0, source });
+        }
     };
     if first == Some(0x80) {
         let mut pickle = Vec::new();
         if let Err(source) = input.read_to_end(&mut pickle) {
-            return Err(TraceError::Gzip { file, offset: pickle.len() as u64, source });
+            let format = input.format();
+            return Err(TraceError::Decompress { file, format, offset: pickle.len() as u64, source });
         }
         let imported = torch::import_pickle(&pickle, &file)?;
         let source = Source::Snapshot { summary: imported.summary, events: imported.events.into_iter() };

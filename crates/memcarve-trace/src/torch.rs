@@ -1,4 +1,4 @@
-//! The PyTorch snapshot importer: turns a `torch.cuda.memory._dump_snapshot` pickle (plain or gzip,
+//! The PyTorch snapshot importer: turns a `torch.cuda.memory._dump_snapshot` pickle (plain, gzip or xz,
 //! builtin types only) into trace events plus PyTorch's own figures.
 //!
 //! It walks `device_traces`, one list per device, devices in index order (their events are concatenated, as
@@ -22,11 +22,10 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use flate2::read::MultiGzDecoder;
 use serde_pickle::{DeOptions, HashableValue, Value};
 
 use crate::error::TraceError;
-use crate::format::{TraceHeader, TraceWriter};
+use crate::format::{Decoded, TraceHeader, TraceWriter};
 use crate::model::{
     Alloc, AllocationId, Class, Event, Free, LiveAllocations, Location, PyTorchFigures, TraceSummary,
 };
@@ -37,8 +36,6 @@ use crate::pickle_scan;
 /// address it hands out is 512-aligned (true of every `alloc` in the shipped traces), and code written
 /// against it may rely on that alignment and no more.
 pub const DEFAULT_ALIGNMENT: u64 = 512;
-
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// A snapshot turned into a trace.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,7 +97,7 @@ impl ImportedTrace {
     }
 }
 
-/// Imports a snapshot file, plain or gzip-compressed.
+/// Imports a snapshot file, plain, gzip- or xz-compressed.
 pub fn import(path: impl AsRef<Path>) -> Result<ImportedTrace, TraceError> {
     let path = path.as_ref();
     let file = path.display().to_string();
@@ -108,10 +105,24 @@ pub fn import(path: impl AsRef<Path>) -> Result<ImportedTrace, TraceError> {
     import_bytes(&bytes, &file)
 }
 
-/// Imports a snapshot from memory (plain or gzip-compressed); `file` names it in errors.
+/// Imports a snapshot from memory (plain, gzip- or xz-compressed); `file` names it in errors.
 pub fn import_bytes(bytes: &[u8], file: &str) -> Result<ImportedTrace, TraceError> {
-    let pickle =
-        if bytes.starts_with(&GZIP_MAGIC) { Cow::Owned(gunzip(bytes, file)?) } else { Cow::Borrowed(bytes) };
+    // Reading a slice cannot fail; the error is mapped only to keep the signature total.
+    let mut input =
+        Decoded::new(bytes).map_err(|source| TraceError::Open { file: file.to_owned(), source })?;
+    if let Decoded::Plain(_) = input {
+        return import_pickle(bytes, file);
+    }
+    let mut pickle = Vec::new();
+    if let Err(source) = input.read_to_end(&mut pickle) {
+        let format = input.format();
+        return Err(TraceError::Decompress {
+            file: file.to_owned(),
+            format,
+            offset: pickle.len() as u64,
+            source,
+        });
+    }
     import_pickle(&pickle, file)
 }
 
@@ -134,14 +145,6 @@ pub fn convert_to_file(
     }
     writer.close()?;
     Ok(imported.summary)
-}
-
-fn gunzip(bytes: &[u8], file: &str) -> Result<Vec<u8>, TraceError> {
-    let mut pickle = Vec::new();
-    match MultiGzDecoder::new(bytes).read_to_end(&mut pickle) {
-        Ok(_) => Ok(pickle),
-        Err(source) => Err(TraceError::Gzip { file: file.to_owned(), offset: pickle.len() as u64, source }),
-    }
 }
 
 /// Imports an already decompressed pickle.

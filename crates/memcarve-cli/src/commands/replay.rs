@@ -25,7 +25,7 @@ const BATCH: usize = 1 << 16;
 #[derive(Debug, Args)]
 #[command(after_help = policy_help())]
 pub struct ReplayArgs {
-    /// Trace files: PyTorch snapshots (`.pickle`, `.pickle.gz`) or memcarve traces (plain or gzip).
+    /// Trace files: PyTorch snapshots (`.pickle`, `.pickle.gz`, `.pickle.xz`) or memcarve traces (plain, gzip or xz).
     #[arg(required = true)]
     traces: Vec<PathBuf>,
     /// Policy to replay with (see below), or `all` for every policy side by side. Default: the default policy.

@@ -6,14 +6,11 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use flate2::read::MultiGzDecoder;
 use memcarve_trace::TraceSummary;
 use memcarve_trace::replay::{Placement, Policy, ReplayResult, Replayer, Sample, policies, policy};
 use memcarve_trace::torch::ReservedStep;
@@ -30,7 +27,7 @@ const GIB: u64 = 1 << 30;
 /// Arguments of `memcarve report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The trace: a PyTorch snapshot (`.pickle`, `.pickle.gz`) or a memcarve trace (plain or gzip).
+    /// The trace: a PyTorch snapshot (`.pickle`, `.pickle.gz`, `.pickle.xz`) or a memcarve trace (plain, gzip or xz).
     trace: PathBuf,
     /// The HTML file to write.
     #[arg(long, short)]
@@ -99,26 +96,6 @@ struct PeakMoment {
     reserved_bytes: Option<u64>,
 }
 
-/// Whether the file is a pickle (a PyTorch snapshot), looking through gzip.
-fn is_snapshot(path: &Path) -> Result<bool> {
-    let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut magic = [0u8; 2];
-    let read = file.read(&mut magic).with_context(|| format!("reading {}", path.display()))?;
-    let first = if read == 2 && magic == [0x1f, 0x8b] {
-        let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let mut byte = [0u8; 1];
-        let mut decoder = MultiGzDecoder::new(&mut file);
-        match decoder.read(&mut byte) {
-            Ok(1) => Some(byte[0]),
-            // Let the readers below name what is wrong with the file.
-            _ => None,
-        }
-    } else {
-        magic.first().copied().filter(|_| read > 0)
-    };
-    Ok(first == Some(0x80))
-}
-
 fn replay(path: &Path, policy: &Policy) -> Result<Replayed> {
     let recorder = Rc::new(RefCell::new(Recorder::default()));
     let mut replayer = Replayer::new(policy)?;
@@ -129,7 +106,7 @@ fn replay(path: &Path, policy: &Policy) -> Result<Replayed> {
 
     let summary;
     let has_reserved;
-    if is_snapshot(path)? {
+    if memcarve_trace::is_snapshot(path)? {
         // The importer keeps PyTorch's reserved bytes step by step; the generic reader only has the peak.
         let imported = memcarve_trace::torch::import(path)?;
         recorder.borrow_mut().reserved = Some(ReservedCursor::new(imported.reserved_steps));

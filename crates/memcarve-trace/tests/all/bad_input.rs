@@ -4,6 +4,7 @@ use std::io::Write;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use liblzma::write::XzEncoder;
 use memcarve_trace::format::{TraceHeader, TraceReader, TraceWriter};
 use memcarve_trace::model::{Alloc, AllocationId, Event, EventFault, Free};
 use memcarve_trace::{TraceError, torch};
@@ -35,19 +36,30 @@ fn a_missing_file_is_named() {
 }
 
 #[test]
-fn a_truncated_gzip_snapshot_names_the_offset() {
-    let bytes = std::fs::read(shipped("resnet50_train.pickle.gz")).unwrap();
-    let error = torch::import_bytes(&bytes[..bytes.len() / 2], "cut.pickle.gz").unwrap_err();
-    let TraceError::Gzip { file, offset, .. } = &error else { panic!("{error}") };
-    assert_eq!(file, "cut.pickle.gz");
-    assert!(*offset > 0);
-    assert!(error.to_string().contains("decompressed bytes"), "{error}");
-    // The same through open(): the pickle is decompressed as it is read.
-    let path = crate::support::temp_path("cut.pickle.gz");
-    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    let error = memcarve_trace::open(&path).err().unwrap();
-    assert!(matches!(error, TraceError::Gzip { .. }), "{error}");
-    std::fs::remove_file(&path).unwrap();
+fn a_truncated_compressed_snapshot_names_the_format_and_offset() {
+    let gz = std::fs::read(shipped("resnet50_train.pickle.gz")).unwrap();
+    let mut xz = XzEncoder::new(Vec::new(), 6);
+    xz.write_all(&pickle_bytes("resnet50_train.pickle.gz")).unwrap();
+    let xz = xz.finish().unwrap();
+    // Whole, both import to the same events.
+    let from_gz = torch::import_bytes(&gz, "whole.pickle.gz").unwrap();
+    let from_xz = torch::import_bytes(&xz, "whole.pickle.xz").unwrap();
+    assert!(from_gz.events == from_xz.events && from_gz.summary == from_xz.summary);
+    for (bytes, name, compression) in [(&gz, "cut.pickle.gz", "gzip"), (&xz, "cut.pickle.xz", "xz")] {
+        let cut = &bytes[..bytes.len() / 2];
+        let error = torch::import_bytes(cut, name).unwrap_err();
+        let TraceError::Decompress { file, format, offset, .. } = &error else { panic!("{error}") };
+        assert_eq!((file.as_str(), *format), (name, compression));
+        assert!(*offset > 0);
+        assert!(error.to_string().contains(&format!("{compression} data is corrupt")), "{error}");
+        // The same through open(): the pickle is decompressed as it is read.
+        let path = crate::support::temp_path(name);
+        std::fs::write(&path, cut).unwrap();
+        assert!(memcarve_trace::is_snapshot(&path).unwrap());
+        let error = memcarve_trace::open(&path).err().unwrap();
+        assert!(matches!(error, TraceError::Decompress { format, .. } if format == compression), "{error}");
+        std::fs::remove_file(&path).unwrap();
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::io::{self, BufRead, Read, Write};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use liblzma::write::XzEncoder;
 use memcarve_trace::format::{TraceHeader, TraceReader, TraceWriter};
 use memcarve_trace::model::{Alloc, AllocationId, Class, Event, Free, Location, PyTorchFigures};
 use memcarve_trace::{TraceKind, torch};
@@ -20,14 +21,16 @@ fn read_all(bytes: &[u8]) -> (Vec<Event>, TraceReader<&[u8]>) {
 }
 
 #[test]
-fn an_imported_snapshot_round_trips_plain_and_gzip() {
+fn an_imported_snapshot_round_trips_plain_gzip_and_xz() {
     let imported = torch::import(shipped("resnet50_train.pickle.gz")).unwrap();
     let plain = imported.write(Vec::new(), "plain").unwrap();
     assert!(plain.starts_with(b"# memcarve-trace v1\nm,source,pytorch snapshot resnet50_train.pickle.gz\n"));
     let gzip =
         imported.write(GzEncoder::new(Vec::new(), Compression::default()), "gzip").unwrap().finish().unwrap();
     assert!(gzip.len() < plain.len() / 4);
-    for bytes in [&plain, &gzip] {
+    let xz = imported.write(XzEncoder::new(Vec::new(), 9), "xz").unwrap().finish().unwrap();
+    assert!(xz.len() < plain.len() / 4);
+    for bytes in [&plain, &gzip, &xz] {
         let (events, reader) = read_all(bytes);
         assert!(events == imported.events);
         assert_eq!(reader.summary(), imported.summary);

@@ -11,14 +11,17 @@ pub fn shipped(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../traces").join(name)
 }
 
-/// The bytes of a file, gzip undone if it is compressed.
+/// The bytes of a file, gzip or xz undone if it is compressed.
 pub fn pickle_bytes(name: &str) -> Vec<u8> {
     let bytes = std::fs::read(shipped(name)).unwrap();
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
+    let mut pickle = Vec::new();
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::MultiGzDecoder::new(bytes.as_slice()).read_to_end(&mut pickle).unwrap();
+    } else if bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        liblzma::read::XzDecoder::new_multi_decoder(bytes.as_slice()).read_to_end(&mut pickle).unwrap();
+    } else {
         return bytes;
     }
-    let mut pickle = Vec::new();
-    flate2::read::GzDecoder::new(bytes.as_slice()).read_to_end(&mut pickle).unwrap();
     pickle
 }
 
