@@ -8177,6 +8177,128 @@ def densenet121_train_small(torch):
     return {"steps": steps, "losses": losses}
 
 
+def gemma2_small_sample_generate(torch):
+    """A small Gemma-2-style decoder through transformers (`Gemma2ForCausalLM(Gemma2Config(...))`: 6 layers 512
+    wide, 8 heads of 64 sharing 4 key-value heads, every other layer attending over a sliding window of 128, logit
+    soft-capping, 32k vocabulary), fp16, `generate` sampling with nucleus 0.9 for 4 rounds (batch, prompt, new
+    tokens) from (2, 400, 56) to (12, 64, 32). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Gemma2Config(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                          num_attention_heads=8, num_key_value_heads=4, head_dim=64, sliding_window=128,
+                          max_position_embeddings=2048, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    rounds = [(4, 160, 48), (12, 64, 32), (2, 400, 56), (8, 96, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Gemma2ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.9, pad_token_id=0)
+
+
+def qwen3_small_greedy_generate(torch):
+    """A small Qwen3-style decoder through transformers (`Qwen3ForCausalLM(Qwen3Config(...))`: 8 layers 512 wide, 8
+    heads of 64 sharing 4 key-value heads, query and key norms, SwiGLU of 1,408, 32k vocabulary), fp16, greedy
+    `generate` for 4 rounds (batch, prompt, new tokens) from (1, 512, 64) to (16, 48, 24). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=8,
+                         num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=2048,
+                         pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    rounds = [(6, 128, 40), (1, 512, 64), (16, 48, 24), (4, 256, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Qwen3ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def xglm_small_beam_generate(torch):
+    """A small XGLM-style decoder through transformers (`XGLMForCausalLM(XGLMConfig(...))`: 6 layers 512 wide, 8
+    heads, sinusoidal positions, feed-forward 2,048, 32k vocabulary), fp16, beam search of 2 beams for 4 rounds
+    (batch, prompt, new tokens) from (1, 384, 48) to (6, 64, 32). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    from transformers import XGLMConfig, XGLMForCausalLM
+
+    torch.manual_seed(0)
+    config = XGLMConfig(vocab_size=32000, d_model=512, decoder_layers=6, decoder_attention_heads=8,
+                        decoder_ffn_dim=2048, max_position_embeddings=2048)
+    rounds = [(2, 192, 40), (6, 64, 32), (1, 384, 48), (4, 128, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, XGLMForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           num_beams=2, do_sample=False, pad_token_id=1)
+
+
+def funnel_classify_infer(torch):
+    """Sequence classification with a small Funnel Transformer through transformers
+    (`FunnelForSequenceClassification(FunnelConfig(...))`: three blocks of 2 layers 512 wide, the sequence pooled to
+    half its length between blocks, relative attention, 30k vocabulary, 3 labels), fp16, 12 batches of (sentences,
+    tokens) from (240, 40) to (4, 512), padded on the right. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    from transformers import FunnelConfig, FunnelForSequenceClassification
+
+    torch.manual_seed(0)
+    config = FunnelConfig(vocab_size=30522, block_sizes=[2, 2, 2], d_model=512, n_head=8, d_head=64, d_inner=2048,
+                          num_labels=3)
+    batches = [(64, 128), (200, 32), (8, 512), (32, 256), (128, 64), (16, 384), (96, 96), (4, 512), (48, 160),
+               (160, 48), (24, 320), (240, 40)]
+    labelled = classify_padded(torch, FunnelForSequenceClassification(config).eval(), config.vocab_size, batches,
+                               forward=lambda model, ids, mask: model(input_ids=ids * mask,
+                                                                      attention_mask=mask).logits,
+                               count=lambda logits, mask: int((logits.argmax(-1) == 2).sum().item()))
+    return {"batches": batches, "labelled": labelled}
+
+
+def wide_resnet50_train_small(torch):
+    """torchvision Wide ResNet-50-2 (67 M parameters) trained on 100 classes at 96 pixels, fp32, SGD with momentum,
+    10 steps of 16 to 80 images. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.wide_resnet50_2(num_classes=100)
+    steps = [16, 48, 32, 64, 24, 80, 40, 56, 16, 72]
+
+    def make_batch(batch, gen):
+        images = torch.randn(batch, 3, 96, 96, device="cuda", generator=gen)
+        return images, torch.randint(0, 100, (batch,), device="cuda", generator=gen)
+
+    losses = train_steps(torch, model, lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), steps,
+                         make_batch)
+    return {"steps": steps, "losses": losses}
+
+
+def vit_l16_half_infer_small(torch):
+    """torchvision ViT-L/16 (304 M parameters, 196 patches at 224 pixels) in fp16, inference at batches of 1 to 32 (8
+    batches, each twice): weights of 0.6 GB beside activations of a few hundred MiB. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(batch, 224) for batch in (8, 1, 32, 4, 16, 2, 24, 12)]
+    checksum = infer_images(torch, torchvision.models.vit_l_16().eval(), shapes,
+                            lambda model: model.to("cuda", torch.float16),
+                            lambda out: int(out.argmax(-1).sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def alexnet_half_infer_bigbatch(torch):
+    """torchvision AlexNet (61 M parameters, most in its fully connected layers) in fp16, inference at batches of 8
+    to 256 images of 224 pixels (8 batches, each twice). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(batch, 224) for batch in (64, 256, 16, 128, 32, 192, 8, 96)]
+    checksum = infer_images(torch, torchvision.models.alexnet().eval(), shapes,
+                            lambda model: model.to("cuda", torch.float16),
+                            lambda out: int(out.argmax(-1).sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def ssdlite_detect_infer(torch):
+    """torchvision SSDlite320 with a MobileNetV3-Large backbone (91 classes, no pretrained weights), fp32 inference
+    on batches of 1 to 16 images of 256 to 512 pixels (resized to 320 inside; 6 shapes, each twice), with its box
+    decoding and per-class non-maximum suppression. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(4, 384), (1, 512), (8, 320), (2, 448), (16, 256), (6, 352)]
+    model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
+    checksum = infer_images(torch, model, shapes, lambda m: m.cuda().eval(),
+                            lambda out: sum(len(found["boxes"]) for found in out), image_dtype=torch.float32)
+    return {"shapes": shapes, "checksum": checksum}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -8262,7 +8384,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      swin_v2_tiny_half_infer, convnext_small_train_mid,
                                      starcoder2_small_sample_generate, olmo_small_greedy_generate,
                                      umt5_small_greedy_translate, roformer_classify_infer, maxvit_t_half_infer,
-                                     resnext50_train_small, fcn_segment_half_infer, densenet121_train_small)}
+                                     resnext50_train_small, fcn_segment_half_infer, densenet121_train_small,
+                                     gemma2_small_sample_generate, qwen3_small_greedy_generate,
+                                     xglm_small_beam_generate, funnel_classify_infer, wide_resnet50_train_small,
+                                     vit_l16_half_infer_small, alexnet_half_infer_bigbatch, ssdlite_detect_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
