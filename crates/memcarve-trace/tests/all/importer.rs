@@ -620,6 +620,20 @@ fn thirty_eighth_session_recordings_match_an_independent_walk_and_the_recording_
     check_recorded("densenet121_train_small.pickle.xz", (20_731, 1_978.3, 2_494.0, 1.261), 165, 3);
 }
 
+/// A third held-out batch, written and recorded in the thirty-eighth session (2026-12-05 04:45-04:49 UTC), unseen by
+/// the policy.
+#[test]
+fn thirty_eighth_session_third_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("gemma2_small_sample_generate.pickle.xz", (93_387, 128.8, 150.0, 1.165), 18, 1);
+    check_recorded("qwen3_small_greedy_generate.pickle.xz", (93_805, 160.0, 186.0, 1.162), 21, 1);
+    check_recorded("xglm_small_beam_generate.pickle.xz", (119_137, 382.3, 450.0, 1.177), 69, 2);
+    check_recorded("funnel_classify_infer.pickle.xz", (4_797, 444.8, 1_072.0, 2.410), 40, 2);
+    check_recorded("wide_resnet50_train_small.pickle.xz", (7_164, 2_313.8, 2_816.0, 1.217), 107, 3);
+    check_recorded("vit_l16_half_infer_small.pickle.xz", (7_002, 782.7, 870.0, 1.112), 43, 2);
+    check_recorded("alexnet_half_infer_bigbatch.pickle.xz", (386, 485.6, 556.0, 1.145), 11, 2);
+    check_recorded("ssdlite_detect_infer.pickle.xz", (242_012, 269.0, 428.0, 1.591), 17, 0);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
