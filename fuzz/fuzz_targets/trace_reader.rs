@@ -1,5 +1,5 @@
-//! Fuzzes the readers of memcarve-trace with arbitrary bytes: the trace-format reader (plain, or gzip when
-//! the bytes start with its magic) and the PyTorch snapshot importer. Neither may panic, and a trace that
+//! Fuzzes the readers of memcarve-trace with arbitrary bytes: the trace-format reader (plain, or gzip or xz when
+//! the bytes start with their magic) and the PyTorch snapshot importer. Neither may panic, and a trace that
 //! reads without error must write back to the same events.
 //!
 //! `cargo +nightly fuzz run trace_reader` from the repository root (see docs/FUZZING.md).

@@ -11,6 +11,8 @@ use flate2::Compression;
 use flate2::bufread::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use liblzma::bufread::XzDecoder;
+use liblzma::stream::Stream;
+use liblzma::write::XzEncoder;
 
 use crate::error::TraceError;
 use crate::model::{
@@ -33,6 +35,9 @@ const WRITE_BUFFER_BYTES: usize = 64 << 10;
 const VERSION_PREFIX: &str = "# memcarve-trace v";
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0x00];
+/// The most memory an xz stream may take to decode: `xz -9e` needs 65 MiB, and a hostile header must not make a
+/// reader reserve gigabytes.
+pub const XZ_MEMORY_LIMIT: u64 = 256 << 20;
 const PICKLE_PROTO: u8 = 0x80;
 
 const KEY_SOURCE: &str = "source";
@@ -81,7 +86,8 @@ pub(crate) enum Decoded<R> {
 
 impl<R: BufRead> Decoded<R> {
     /// Looks at the first bytes (without losing them) and undoes gzip or xz if they are its magic. Concatenated
-    /// streams of either are read one after another, as their command-line tools do.
+    /// streams of either are read one after another, as their command-line tools do. An xz stream that would need
+    /// more than [`XZ_MEMORY_LIMIT`] to decode (a header can ask for a 4 GiB dictionary) is an error when read.
     pub(crate) fn new(mut input: R) -> io::Result<Decoded<R>> {
         let mut magic = Vec::with_capacity(XZ_MAGIC.len());
         while magic.len() < XZ_MAGIC.len() {
@@ -103,19 +109,23 @@ impl<R: BufRead> Decoded<R> {
         Ok(if gzip {
             Decoded::Gzip(BufReader::new(MultiGzDecoder::new(prefixed)))
         } else if xz {
-            Decoded::Xz(BufReader::new(XzDecoder::new_multi_decoder(prefixed)))
+            let stream = Stream::new_stream_decoder(XZ_MEMORY_LIMIT, liblzma::stream::CONCATENATED)
+                .map_err(io::Error::from)?;
+            Decoded::Xz(BufReader::new(XzDecoder::new_stream(prefixed, stream)))
         } else {
             Decoded::Plain(prefixed)
         })
     }
 
-    /// The compression undone, for errors: "gzip", "xz", or "plain" when none.
-    pub(crate) fn format(&self) -> &'static str {
-        match self {
-            Decoded::Plain(_) => "plain",
+    /// The error for a read of the whole file that failed after `offset` bytes came out: a decompression error
+    /// naming the compression, or, for a plain file, the read itself.
+    pub(crate) fn read_error(&self, file: String, offset: u64, source: io::Error) -> TraceError {
+        let format = match self {
+            Decoded::Plain(_) => return TraceError::Open { file, source },
             Decoded::Gzip(_) => "gzip",
             Decoded::Xz(_) => "xz",
-        }
+        };
+        TraceError::Decompress { file, format, offset, source }
     }
 }
 
@@ -529,28 +539,30 @@ pub struct TraceWriter<W: Write> {
 }
 
 impl TraceWriter<FileSink> {
-    /// Creates a trace file and writes its header; the file is gzip-compressed if its name ends in `.gz`.
+    /// Creates a trace file and writes its header; the file is gzip-compressed if its name ends in `.gz`, and
+    /// xz-compressed (preset 6) if it ends in `.xz`.
     /// Finish it with [`TraceWriter::close`].
     pub fn create(path: impl AsRef<Path>, header: &TraceHeader) -> Result<TraceWriter<FileSink>, TraceError> {
         let path = path.as_ref();
         let name = path.display().to_string();
         let file = File::create(path).map_err(|source| TraceError::Open { file: name.clone(), source })?;
         let file = BufWriter::new(file);
-        let sink = if path.extension().is_some_and(|extension| extension == "gz") {
-            FileSink::Gzip(GzEncoder::new(file, Compression::default()))
-        } else {
-            FileSink::Plain(file)
+        let sink = match path.extension().and_then(|extension| extension.to_str()) {
+            Some("gz") => FileSink::Gzip(GzEncoder::new(file, Compression::default())),
+            Some("xz") => FileSink::Xz(XzEncoder::new(file, 6)),
+            _ => FileSink::Plain(file),
         };
         TraceWriter::new(sink, name, header)
     }
 
-    /// Writes the `end` record and closes the file (finishing the gzip stream if there is one).
+    /// Writes the `end` record and closes the file (finishing the gzip or xz stream if there is one).
     pub fn close(self) -> Result<(), TraceError> {
         let file = self.file.clone();
         let sink = self.finish()?;
         let closed = match sink {
             FileSink::Plain(mut out) => out.flush(),
             FileSink::Gzip(encoder) => encoder.finish().and_then(|mut out| out.flush()),
+            FileSink::Xz(encoder) => encoder.finish().and_then(|mut out| out.flush()),
         };
         closed.map_err(|source| TraceError::Write { file, source })
     }
@@ -668,12 +680,14 @@ fn write_alloc(out: &mut impl Write, alloc: &Alloc) -> io::Result<()> {
     writeln!(out)
 }
 
-/// The output of [`TraceWriter::create`]: a file, gzip-compressed or not.
+/// The output of [`TraceWriter::create`]: a file, plain, gzip- or xz-compressed.
 pub enum FileSink {
     /// A plain text file.
     Plain(BufWriter<File>),
     /// A gzip-compressed file.
     Gzip(GzEncoder<BufWriter<File>>),
+    /// An xz-compressed file.
+    Xz(XzEncoder<BufWriter<File>>),
 }
 
 impl Write for FileSink {
@@ -681,6 +695,7 @@ impl Write for FileSink {
         match self {
             FileSink::Plain(out) => out.write(buf),
             FileSink::Gzip(out) => out.write(buf),
+            FileSink::Xz(out) => out.write(buf),
         }
     }
 
@@ -688,6 +703,7 @@ impl Write for FileSink {
         match self {
             FileSink::Plain(out) => out.flush(),
             FileSink::Gzip(out) => out.flush(),
+            FileSink::Xz(out) => out.flush(),
         }
     }
 }

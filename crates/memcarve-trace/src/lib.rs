@@ -119,15 +119,12 @@ pub fn open(path: impl AsRef<Path>) -> Result<OpenTrace, TraceError> {
         .map_err(|source| TraceError::Open { file: file.clone(), source })?;
     let first = match input.fill_buf() {
         Ok(bytes) => bytes.first().copied(),
-        Err(source) => {
-            return Err(TraceError::Decompress { file, format: input.format(), offset: 0, source });
-        }
+        Err(source) => return Err(input.read_error(file, 0, source)),
     };
     if first == Some(0x80) {
         let mut pickle = Vec::new();
         if let Err(source) = input.read_to_end(&mut pickle) {
-            let format = input.format();
-            return Err(TraceError::Decompress { file, format, offset: pickle.len() as u64, source });
+            return Err(input.read_error(file, pickle.len() as u64, source));
         }
         let imported = torch::import_pickle(&pickle, &file)?;
         let source = Source::Snapshot { summary: imported.summary, events: imported.events.into_iter() };

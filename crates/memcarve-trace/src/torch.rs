@@ -107,7 +107,7 @@ pub fn import(path: impl AsRef<Path>) -> Result<ImportedTrace, TraceError> {
 
 /// Imports a snapshot from memory (plain, gzip- or xz-compressed); `file` names it in errors.
 pub fn import_bytes(bytes: &[u8], file: &str) -> Result<ImportedTrace, TraceError> {
-    // Reading a slice cannot fail; the error is mapped only to keep the signature total.
+    // Reading a slice cannot fail; making an xz decoder can, if its state cannot be allocated.
     let mut input =
         Decoded::new(bytes).map_err(|source| TraceError::Open { file: file.to_owned(), source })?;
     if let Decoded::Plain(_) = input {
@@ -115,13 +115,7 @@ pub fn import_bytes(bytes: &[u8], file: &str) -> Result<ImportedTrace, TraceErro
     }
     let mut pickle = Vec::new();
     if let Err(source) = input.read_to_end(&mut pickle) {
-        let format = input.format();
-        return Err(TraceError::Decompress {
-            file: file.to_owned(),
-            format,
-            offset: pickle.len() as u64,
-            source,
-        });
+        return Err(input.read_error(file.to_owned(), pickle.len() as u64, source));
     }
     import_pickle(&pickle, file)
 }

@@ -62,6 +62,58 @@ fn a_truncated_compressed_snapshot_names_the_format_and_offset() {
     }
 }
 
+/// An xz stream whose block header asks for a dictionary of 4 GiB, with the CRCs right: the decoder refuses it at
+/// its memory limit instead of reserving the dictionary.
+fn xz_asking_for_4_gib() -> Vec<u8> {
+    let crc = |bytes: &[u8]| {
+        let mut crc = flate2::Crc::new();
+        crc.update(bytes);
+        crc.sum().to_le_bytes()
+    };
+    let mut bytes = vec![0xfd, b'7', b'z', b'X', b'Z', 0x00];
+    let flags = [0x00, 0x01]; // CRC32 check
+    bytes.extend(flags);
+    bytes.extend(crc(&flags));
+    // Block header: 12 bytes, one filter (LZMA2, one property byte: dictionary 4 GiB - 1), padding, CRC32.
+    let header = [0x02, 0x00, 0x21, 0x01, 40, 0x00, 0x00, 0x00];
+    bytes.extend(header);
+    bytes.extend(crc(&header));
+    bytes.extend([0u8; 64]);
+    bytes
+}
+
+#[test]
+fn an_xz_stream_asking_for_too_much_memory_is_an_error() {
+    let bytes = xz_asking_for_4_gib();
+    for error in [
+        torch::import_bytes(&bytes, "huge.pickle.xz").unwrap_err(),
+        TraceReader::new(bytes.as_slice(), "huge.trace.xz").err().unwrap(),
+    ] {
+        let source = std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
+        assert!(source.contains("memory limit"), "{error}: {source}");
+    }
+    let error = torch::import_bytes(&bytes, "huge.pickle.xz").unwrap_err();
+    assert!(matches!(error, TraceError::Decompress { format: "xz", offset: 0, .. }), "{error}");
+    // Not taken for a snapshot (its first byte cannot be read), and open() gives the same typed error.
+    let path = crate::support::temp_path("huge.pickle.xz");
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(!memcarve_trace::is_snapshot(&path).unwrap());
+    let error = memcarve_trace::open(&path).err().unwrap();
+    assert!(matches!(error, TraceError::Decompress { format: "xz", .. }), "{error}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn short_and_empty_files_are_not_snapshots() {
+    for (name, bytes) in [("empty", &b""[..]), ("one", &[0xfd][..]), ("magic", &[0x1f, 0x8b][..])] {
+        let path = crate::support::temp_path(name);
+        std::fs::write(&path, bytes).unwrap();
+        assert!(!memcarve_trace::is_snapshot(&path).unwrap(), "{name}");
+        assert!(memcarve_trace::open(&path).is_err(), "{name}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
 #[test]
 fn a_truncated_pickle_names_the_offset() {
     let bytes = pickle_bytes("tiny_expandable_segments.pickle");

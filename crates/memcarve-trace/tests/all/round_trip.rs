@@ -1,4 +1,4 @@
-//! The trace format: write -> read gives back the same events, header and summary, plain and gzip; readers
+//! The trace format: write -> read gives back the same events, header and summary, plain, gzip and xz; readers
 //! stream.
 
 use std::io::{self, BufRead, Read, Write};
@@ -41,15 +41,17 @@ fn an_imported_snapshot_round_trips_plain_gzip_and_xz() {
 #[test]
 fn files_round_trip_through_create_and_open() {
     let imported = torch::import(shipped("tiny_expandable_segments.pickle")).unwrap();
-    for name in ["tiny.trace", "tiny.trace.gz"] {
+    for name in ["tiny.trace", "tiny.trace.gz", "tiny.trace.xz"] {
         let path = temp_path(name);
         let mut writer = TraceWriter::create(&path, &imported.header()).unwrap();
         for event in &imported.events {
             writer.write(event).unwrap();
         }
         writer.close().unwrap();
-        let compressed = std::fs::read(&path).unwrap().starts_with(&[0x1f, 0x8b]);
-        assert_eq!(compressed, name.ends_with(".gz"));
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.starts_with(&[0x1f, 0x8b]), name.ends_with(".gz"));
+        assert_eq!(bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]), name.ends_with(".xz"));
+        assert!(!memcarve_trace::is_snapshot(&path).unwrap());
         let mut trace = memcarve_trace::open(&path).unwrap();
         assert_eq!(trace.kind(), TraceKind::Trace);
         let events = trace.by_ref().collect::<Result<Vec<_>, _>>().unwrap();
@@ -65,6 +67,22 @@ fn files_round_trip_through_create_and_open() {
     assert!(events == imported.events);
     assert_eq!(reader.summary(), summary);
     std::fs::remove_file(temp_path("c.trace.gz")).unwrap();
+}
+
+#[test]
+fn concatenated_xz_streams_read_as_one() {
+    let imported = torch::import(shipped("resnet50_train.pickle.gz")).unwrap();
+    let plain = imported.write(Vec::new(), "plain").unwrap();
+    let half = plain.len() / 2;
+    let mut joined = Vec::new();
+    for part in [&plain[..half], &plain[half..]] {
+        let mut encoder = XzEncoder::new(Vec::new(), 1);
+        encoder.write_all(part).unwrap();
+        joined.extend(encoder.finish().unwrap());
+    }
+    let (events, reader) = read_all(&joined);
+    assert!(events == imported.events);
+    assert_eq!(reader.summary(), imported.summary);
 }
 
 /// The code blocks of docs/TRACE_FORMAT.md.
