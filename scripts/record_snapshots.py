@@ -8178,10 +8178,10 @@ def densenet121_train_small(torch):
 
 
 def gemma2_small_sample_generate(torch):
-    """A small Gemma-2-style decoder through transformers (`Gemma2ForCausalLM(Gemma2Config(...))`: 6 layers 512
-    wide, 8 heads of 64 sharing 4 key-value heads, every other layer attending over a sliding window of 128, logit
-    soft-capping, 32k vocabulary), fp16, `generate` sampling with nucleus 0.9 for 4 rounds (batch, prompt, new
-    tokens) from (2, 400, 56) to (12, 64, 32). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    """A small Gemma-2-style decoder through transformers (`Gemma2ForCausalLM(Gemma2Config(...))`: 6 layers 512 wide, 8
+    heads of 64 sharing 4 key-value heads, every other layer attending over a sliding window of 128, logit soft-capping,
+    32k vocabulary), fp16, `generate` sampling with nucleus 0.9 for 4 rounds (batch, prompt, new tokens) from (2, 400,
+    56) to (12, 64, 32). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
     from transformers import Gemma2Config, Gemma2ForCausalLM
 
     torch.manual_seed(0)
@@ -8196,7 +8196,8 @@ def gemma2_small_sample_generate(torch):
 def qwen3_small_greedy_generate(torch):
     """A small Qwen3-style decoder through transformers (`Qwen3ForCausalLM(Qwen3Config(...))`: 8 layers 512 wide, 8
     heads of 64 sharing 4 key-value heads, query and key norms, SwiGLU of 1,408, 32k vocabulary), fp16, greedy
-    `generate` for 4 rounds (batch, prompt, new tokens) from (1, 512, 64) to (16, 48, 24). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    `generate` for 4 rounds (batch, prompt, new tokens) from (1, 512, 64) to (16, 48, 24). Recorded in the thirty-eighth
+    session in a third held-out batch, unseen by the policy."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(0)
@@ -8209,9 +8210,10 @@ def qwen3_small_greedy_generate(torch):
 
 
 def xglm_small_beam_generate(torch):
-    """A small XGLM-style decoder through transformers (`XGLMForCausalLM(XGLMConfig(...))`: 6 layers 512 wide, 8
-    heads, sinusoidal positions, feed-forward 2,048, 32k vocabulary), fp16, beam search of 2 beams for 4 rounds
-    (batch, prompt, new tokens) from (1, 384, 48) to (6, 64, 32). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    """A small XGLM-style decoder through transformers (`XGLMForCausalLM(XGLMConfig(...))`: 6 layers 512 wide, 8 heads,
+    sinusoidal positions, feed-forward 2,048, 32k vocabulary), fp16, beam search of 2 beams for 4 rounds (batch, prompt,
+    new tokens) from (1, 384, 48) to (6, 64, 32). Recorded in the thirty-eighth session in a third held-out batch,
+    unseen by the policy."""
     from transformers import XGLMConfig, XGLMForCausalLM
 
     torch.manual_seed(0)
@@ -8226,7 +8228,8 @@ def funnel_classify_infer(torch):
     """Sequence classification with a small Funnel Transformer through transformers
     (`FunnelForSequenceClassification(FunnelConfig(...))`: three blocks of 2 layers 512 wide, the sequence pooled to
     half its length between blocks, relative attention, 30k vocabulary, 3 labels), fp16, 12 batches of (sentences,
-    tokens) from (240, 40) to (4, 512), padded on the right. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    tokens) from (240, 40) to (4, 512), padded on the right. Recorded in the thirty-eighth session in a third held-out
+    batch, unseen by the policy."""
     from transformers import FunnelConfig, FunnelForSequenceClassification
 
     torch.manual_seed(0)
@@ -8242,8 +8245,8 @@ def funnel_classify_infer(torch):
 
 
 def wide_resnet50_train_small(torch):
-    """torchvision Wide ResNet-50-2 (67 M parameters) trained on 100 classes at 96 pixels, fp32, SGD with momentum,
-    10 steps of 16 to 80 images. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    """torchvision Wide ResNet-50-2 (67 M parameters) trained on 100 classes at 96 pixels, fp32, SGD with momentum, 10
+    steps of 16 to 80 images. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
     import torchvision
 
     torch.manual_seed(0)
@@ -8261,7 +8264,8 @@ def wide_resnet50_train_small(torch):
 
 def vit_l16_half_infer_small(torch):
     """torchvision ViT-L/16 (304 M parameters, 196 patches at 224 pixels) in fp16, inference at batches of 1 to 32 (8
-    batches, each twice): weights of 0.6 GB beside activations of a few hundred MiB. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    batches, each twice): weights of 0.6 GB beside activations of a few hundred MiB. Recorded in the thirty-eighth
+    session in a third held-out batch, unseen by the policy."""
     import torchvision
 
     torch.manual_seed(0)
@@ -8273,8 +8277,9 @@ def vit_l16_half_infer_small(torch):
 
 
 def alexnet_half_infer_bigbatch(torch):
-    """torchvision AlexNet (61 M parameters, most in its fully connected layers) in fp16, inference at batches of 8
-    to 256 images of 224 pixels (8 batches, each twice). Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    """torchvision AlexNet (61 M parameters, most in its fully connected layers) in fp16, inference at batches of 8 to
+    256 images of 224 pixels (8 batches, each twice). Recorded in the thirty-eighth session in a third held-out batch,
+    unseen by the policy."""
     import torchvision
 
     torch.manual_seed(0)
@@ -8286,9 +8291,10 @@ def alexnet_half_infer_bigbatch(torch):
 
 
 def ssdlite_detect_infer(torch):
-    """torchvision SSDlite320 with a MobileNetV3-Large backbone (91 classes, no pretrained weights), fp32 inference
-    on batches of 1 to 16 images of 256 to 512 pixels (resized to 320 inside; 6 shapes, each twice), with its box
-    decoding and per-class non-maximum suppression. Recorded in the thirty-eighth session in a third held-out batch, unseen by the policy."""
+    """torchvision SSDlite320 with a MobileNetV3-Large backbone (91 classes, no pretrained weights), fp32 inference on
+    batches of 1 to 16 images of 256 to 512 pixels (resized to 320 inside; 6 shapes, each twice), with its box decoding
+    and per-class non-maximum suppression. Recorded in the thirty-eighth session in a third held-out batch, unseen by
+    the policy."""
     import torchvision
 
     torch.manual_seed(0)
