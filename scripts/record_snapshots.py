@@ -8305,6 +8305,128 @@ def ssdlite_detect_infer(torch):
     return {"shapes": shapes, "checksum": checksum}
 
 
+def qwen3_small_train_bf16(torch):
+    """A small Qwen3-style decoder through transformers (`Qwen3ForCausalLM(Qwen3Config(...))`: 6 layers 512 wide, 8
+    heads of 64 sharing 4 key-value heads, 32k vocabulary) trained with bf16 autocast and AdamW
+    (`train_causal_lm_bf16`), 10 steps of (batch, tokens) from (16, 48) to (1, 1024), the labels the inputs. Recorded in
+    the thirty-eighth session in a fourth held-out batch (training), unseen by the policy."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=2048)
+    steps = [(4, 256), (8, 128), (2, 512), (1, 1024), (6, 192), (3, 384), (12, 64), (2, 768), (16, 48),
+             (4, 320)]  # batch, tokens
+    return train_causal_lm_bf16(torch, lambda: Qwen3ForCausalLM(config), steps, config.vocab_size, low=3)
+
+
+def gemma2_small_train_bf16(torch):
+    """A small Gemma-2-style decoder through transformers (`Gemma2ForCausalLM(Gemma2Config(...))`: 4 layers 512 wide, 8
+    heads of 64 sharing 4 key-value heads, a sliding window of 256 on every other layer, logit soft-capping, 32k
+    vocabulary) trained with bf16 autocast and AdamW (`train_causal_lm_bf16`), 10 steps of (batch, tokens) from (16, 48)
+    to (1, 1024), the labels the inputs. Recorded in the thirty-eighth session in a fourth held-out batch (training),
+    unseen by the policy."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Gemma2Config(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=4,
+                          num_attention_heads=8, num_key_value_heads=4, head_dim=64, sliding_window=256,
+                          max_position_embeddings=2048)
+    steps = [(4, 256), (8, 128), (2, 512), (1, 1024), (6, 192), (3, 384), (12, 64), (2, 768), (16, 48),
+             (4, 320)]  # batch, tokens
+    return train_causal_lm_bf16(torch, lambda: Gemma2ForCausalLM(config), steps, config.vocab_size, low=3)
+
+
+def starcoder2_small_train_bf16(torch):
+    """A small StarCoder2-style decoder through transformers (`Starcoder2ForCausalLM(Starcoder2Config(...))`: 6 layers
+    576 wide, 9 heads sharing 3 key-value heads, biased projections, 49k tied vocabulary) trained with bf16 autocast and
+    AdamW (`train_causal_lm_bf16`), 10 steps of (batch, tokens) from (16, 48) to (1, 1024), the labels the inputs.
+    Recorded in the thirty-eighth session in a fourth held-out batch (training), unseen by the policy."""
+    from transformers import Starcoder2Config, Starcoder2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Starcoder2Config(vocab_size=49152, hidden_size=576, intermediate_size=2304, num_hidden_layers=6,
+                              num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048)
+    steps = [(4, 256), (8, 128), (2, 512), (1, 1024), (6, 192), (3, 384), (12, 64), (2, 768), (16, 48),
+             (4, 320)]  # batch, tokens
+    return train_causal_lm_bf16(torch, lambda: Starcoder2ForCausalLM(config), steps, config.vocab_size, low=3)
+
+
+def olmo_small_train_bf16(torch):
+    """A small OLMo-style decoder through transformers (`OlmoForCausalLM(OlmoConfig(...))`: 6 layers 512 wide, 8 heads,
+    non-parametric layer norms, SwiGLU of 1,536, 50k vocabulary) trained with bf16 autocast and AdamW
+    (`train_causal_lm_bf16`), 10 steps of (batch, tokens) from (16, 48) to (1, 1024), the labels the inputs. Recorded in
+    the thirty-eighth session in a fourth held-out batch (training), unseen by the policy."""
+    from transformers import OlmoConfig, OlmoForCausalLM
+
+    torch.manual_seed(0)
+    config = OlmoConfig(vocab_size=50304, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                        num_attention_heads=8, max_position_embeddings=2048)
+    steps = [(4, 256), (8, 128), (2, 512), (1, 1024), (6, 192), (3, 384), (12, 64), (2, 768), (16, 48),
+             (4, 320)]  # batch, tokens
+    return train_causal_lm_bf16(torch, lambda: OlmoForCausalLM(config), steps, config.vocab_size, low=3)
+
+
+def efficientnet_b2_train_amp(torch):
+    """torchvision EfficientNet-B2 (8 M parameters) trained on 100 classes with fp16 autocast and a GradScaler
+    (`train_classifier`), SGD with momentum, 10 steps of 16 to 64 images of 192 to 288 pixels. Recorded in the
+    thirty-eighth session in a fourth held-out batch (training), unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(32, 3, 224, 224), (16, 3, 288, 288), (64, 3, 192, 192), (24, 3, 256, 256), (48, 3, 224, 224),
+              (16, 3, 288, 288), (40, 3, 192, 192), (32, 3, 256, 256), (56, 3, 224, 224), (20, 3, 288, 288)]
+    losses = train_classifier(torch, torchvision.models.efficientnet_b2(num_classes=100), shapes,
+                              lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), classes=100)
+    return {"shapes": shapes, "losses": losses}
+
+
+def mobilenet_v2_train_amp(torch):
+    """torchvision MobileNetV2 (2.3 M parameters) trained on 100 classes with fp16 autocast and a GradScaler
+    (`train_classifier`), channels-last, AdamW, 12 steps of 32 to 128 images of 160 to 224 pixels. Recorded in the
+    thirty-eighth session in a fourth held-out batch (training), unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(64, 3, 224, 224), (128, 3, 160, 160), (32, 3, 224, 224), (96, 3, 192, 192), (48, 3, 224, 224),
+              (128, 3, 160, 160), (80, 3, 192, 192), (32, 3, 224, 224), (112, 3, 176, 176), (64, 3, 208, 208),
+              (40, 3, 224, 224), (96, 3, 160, 160)]
+    losses = train_classifier(torch, torchvision.models.mobilenet_v2(num_classes=100), shapes,
+                              lambda params: torch.optim.AdamW(params, lr=1e-3), classes=100, channels_last=True)
+    return {"shapes": shapes, "losses": losses}
+
+
+def vgg16_bn_train_amp_small(torch):
+    """torchvision VGG-16 with batch norm (134 M parameters, most in its fully connected layers) trained on 10 classes
+    with fp16 autocast and a GradScaler (`train_classifier`), SGD with momentum, 8 steps of 8 to 48 images of 128 to 224
+    pixels: fp32 weights, gradients and momentum of 0.5 GB each beside the activations. Recorded in the thirty-eighth
+    session in a fourth held-out batch (training), unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(16, 3, 224, 224), (48, 3, 128, 128), (8, 3, 224, 224), (32, 3, 160, 160), (24, 3, 192, 192),
+              (48, 3, 128, 128), (12, 3, 224, 224), (32, 3, 176, 176)]
+    losses = train_classifier(torch, torchvision.models.vgg16_bn(num_classes=10), shapes,
+                              lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), classes=10)
+    return {"shapes": shapes, "losses": losses}
+
+
+def mnasnet_train_bf16_small(torch):
+    """torchvision MNASNet 1.0 (3.2 M parameters) trained on 100 classes with bf16 autocast (`train_classifier`),
+    RMSprop, 12 steps of 16 to 96 images of 128 to 224 pixels. Recorded in the thirty-eighth session in a fourth
+    held-out batch (training), unseen by the policy."""
+    import torchvision
+
+    torch.manual_seed(0)
+    shapes = [(32, 3, 224, 224), (96, 3, 128, 128), (16, 3, 224, 224), (64, 3, 160, 160), (48, 3, 192, 192),
+              (96, 3, 128, 128), (24, 3, 224, 224), (80, 3, 144, 144), (40, 3, 208, 208), (16, 3, 224, 224),
+              (72, 3, 160, 160), (56, 3, 176, 176)]
+    losses = train_classifier(torch, torchvision.models.mnasnet1_0(num_classes=100), shapes,
+                              lambda params: torch.optim.RMSprop(params, lr=1e-3, momentum=0.9), classes=100,
+                              autocast_dtype=torch.bfloat16)
+    return {"shapes": shapes, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -8393,7 +8515,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      resnext50_train_small, fcn_segment_half_infer, densenet121_train_small,
                                      gemma2_small_sample_generate, qwen3_small_greedy_generate,
                                      xglm_small_beam_generate, funnel_classify_infer, wide_resnet50_train_small,
-                                     vit_l16_half_infer_small, alexnet_half_infer_bigbatch, ssdlite_detect_infer)}
+                                     vit_l16_half_infer_small, alexnet_half_infer_bigbatch, ssdlite_detect_infer,
+                                     qwen3_small_train_bf16, gemma2_small_train_bf16, starcoder2_small_train_bf16,
+                                     olmo_small_train_bf16, efficientnet_b2_train_amp, mobilenet_v2_train_amp,
+                                     vgg16_bn_train_amp_small, mnasnet_train_bf16_small)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
