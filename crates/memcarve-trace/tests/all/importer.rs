@@ -634,6 +634,20 @@ fn thirty_eighth_session_third_batch_matches_an_independent_walk_and_the_recordi
     check_recorded("ssdlite_detect_infer.pickle.xz", (242_012, 269.0, 428.0, 1.591), 17, 0);
 }
 
+/// A fourth held-out batch, of training, written and recorded in the thirty-eighth session (2026-12-05 05:32-05:37
+/// UTC), unseen by the policy.
+#[test]
+fn thirty_eighth_session_fourth_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("qwen3_small_train_bf16.pickle.xz", (12_688, 1_561.3, 2_492.0, 1.596), 101, 2);
+    check_recorded("gemma2_small_train_bf16.pickle.xz", (9_100, 1_338.8, 2_146.0, 1.603), 70, 2);
+    check_recorded("starcoder2_small_train_bf16.pickle.xz", (9_357, 1_785.9, 3_294.0, 1.844), 67, 3);
+    check_recorded("olmo_small_train_bf16.pickle.xz", (7_145, 2_090.2, 3_668.0, 1.755), 101, 2);
+    check_recorded("efficientnet_b2_train_amp.pickle.xz", (17_401, 3_714.2, 4_622.0, 1.244), 170, 3);
+    check_recorded("mobilenet_v2_train_amp.pickle.xz", (12_682, 2_784.5, 4_216.0, 1.514), 118, 3);
+    check_recorded("vgg16_bn_train_amp_small.pickle.xz", (2_612, 3_097.0, 3_992.0, 1.289), 38, 3);
+    check_recorded("mnasnet_train_bf16_small.pickle.xz", (10_939, 1_014.9, 1_280.0, 1.261), 74, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
