@@ -37,7 +37,7 @@ pub enum TraceError {
     Decompress {
         /// The file.
         file: String,
-        /// The compression: "gzip" or "xz" ("plain" when the file is not compressed and reading it failed).
+        /// The compression: "gzip" or "xz".
         format: &'static str,
         /// Decompressed bytes produced before the failure.
         offset: u64,

@@ -38,7 +38,8 @@ const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0x00];
 /// The most memory an xz stream may take to decode: `xz -9e` needs 65 MiB, and a hostile header must not make a
 /// reader reserve gigabytes.
 pub const XZ_MEMORY_LIMIT: u64 = 256 << 20;
-const PICKLE_PROTO: u8 = 0x80;
+/// The first byte of a pickle of protocol 2 or later: how a snapshot is told from a trace.
+pub(crate) const PICKLE_PROTO: u8 = 0x80;
 
 const KEY_SOURCE: &str = "source";
 const KEY_DROPPED_FREES: &str = "import.dropped_frees";
@@ -126,6 +127,15 @@ impl<R: BufRead> Decoded<R> {
             Decoded::Xz(_) => "xz",
         };
         TraceError::Decompress { file, format, offset, source }
+    }
+
+    /// Everything left, read at once (a snapshot is imported whole); `file` names the source in errors.
+    pub(crate) fn read_all(&mut self, file: &str) -> Result<Vec<u8>, TraceError> {
+        let mut bytes = Vec::new();
+        match self.read_to_end(&mut bytes) {
+            Ok(_) => Ok(bytes),
+            Err(source) => Err(self.read_error(file.to_owned(), bytes.len() as u64, source)),
+        }
     }
 }
 

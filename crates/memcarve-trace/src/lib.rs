@@ -28,7 +28,7 @@ pub mod replay;
 pub mod torch;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 pub use error::TraceError;
@@ -39,7 +39,7 @@ pub use model::{
 };
 pub use torch::ImportedTrace;
 
-use format::Decoded;
+use format::{Decoded, PICKLE_PROTO};
 
 /// What kind of file [`open`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,31 +101,29 @@ impl Iterator for OpenTrace {
 /// Whether the file holds a PyTorch snapshot (a pickle; plain, gzip or xz) rather than a memcarve trace, from its
 /// first decompressed byte. Compressed data that cannot be read says no: the trace reader then names what is wrong.
 pub fn is_snapshot(path: impl AsRef<Path>) -> Result<bool, TraceError> {
-    let path = path.as_ref();
+    let (_, mut input) = open_decoded(path.as_ref())?;
+    Ok(matches!(input.fill_buf(), Ok(bytes) if bytes.first() == Some(&PICKLE_PROTO)))
+}
+
+/// The file at `path` with its compression undone, and its name for errors.
+fn open_decoded(path: &Path) -> Result<(String, Decoded<BufReader<File>>), TraceError> {
     let file = path.display().to_string();
     let input = File::open(path).map_err(|source| TraceError::Open { file: file.clone(), source })?;
-    let mut input =
-        Decoded::new(BufReader::new(input)).map_err(|source| TraceError::Open { file, source })?;
-    Ok(matches!(input.fill_buf(), Ok(bytes) if bytes.first() == Some(&0x80)))
+    let input = Decoded::new(BufReader::new(input))
+        .map_err(|source| TraceError::Open { file: file.clone(), source })?;
+    Ok((file, input))
 }
 
 /// Opens a trace file of either kind, plain or compressed (gzip or xz): a PyTorch snapshot (a pickle) is imported
 /// whole, a memcarve trace is streamed.
 pub fn open(path: impl AsRef<Path>) -> Result<OpenTrace, TraceError> {
-    let path = path.as_ref();
-    let file = path.display().to_string();
-    let input = File::open(path).map_err(|source| TraceError::Open { file: file.clone(), source })?;
-    let mut input = Decoded::new(BufReader::new(input))
-        .map_err(|source| TraceError::Open { file: file.clone(), source })?;
+    let (file, mut input) = open_decoded(path.as_ref())?;
     let first = match input.fill_buf() {
         Ok(bytes) => bytes.first().copied(),
         Err(source) => return Err(input.read_error(file, 0, source)),
     };
-    if first == Some(0x80) {
-        let mut pickle = Vec::new();
-        if let Err(source) = input.read_to_end(&mut pickle) {
-            return Err(input.read_error(file, pickle.len() as u64, source));
-        }
+    if first == Some(PICKLE_PROTO) {
+        let pickle = input.read_all(&file)?;
         let imported = torch::import_pickle(&pickle, &file)?;
         let source = Source::Snapshot { summary: imported.summary, events: imported.events.into_iter() };
         return Ok(OpenTrace { file, source });

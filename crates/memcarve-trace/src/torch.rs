@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use serde_pickle::{DeOptions, HashableValue, Value};
@@ -113,11 +113,7 @@ pub fn import_bytes(bytes: &[u8], file: &str) -> Result<ImportedTrace, TraceErro
     if let Decoded::Plain(_) = input {
         return import_pickle(bytes, file);
     }
-    let mut pickle = Vec::new();
-    if let Err(source) = input.read_to_end(&mut pickle) {
-        return Err(input.read_error(file.to_owned(), pickle.len() as u64, source));
-    }
-    import_pickle(&pickle, file)
+    import_pickle(&input.read_all(file)?, file)
 }
 
 /// Imports the snapshot file `input` and writes it to `output` in the trace format (header with PyTorch's

@@ -300,7 +300,7 @@ impl Allocator<VulkanDevice> {
             }
             Pins { queue, ids: pinned }
         };
-        let waited = self.wait_for(&mut fences, &mut timelines, timeout_ns);
+        let waited = self.wait_for(fences, timelines, timeout_ns);
         drop(pinned);
         let processed = self.process_deferred();
         waited.and(processed)
@@ -309,8 +309,8 @@ impl Allocator<VulkanDevice> {
     /// The waits of [`Allocator::wait_deferred`], on handles copied from the queue while it holds them there.
     fn wait_for(
         &self,
-        fences: &mut Vec<vk::Fence>,
-        timelines: &mut Vec<(vk::Semaphore, u64)>,
+        mut fences: Vec<vk::Fence>,
+        mut timelines: Vec<(vk::Semaphore, u64)>,
         timeout_ns: u64,
     ) -> Result<()> {
         let device = self.device();
@@ -323,14 +323,14 @@ impl Allocator<VulkanDevice> {
         if !fences.is_empty() {
             // SAFETY: the fences are valid until their frees are processed (`destroy_*_after`'s condition),
             // and their entries are still queued: `process_deferred` leaves pinned entries where they are.
-            match unsafe { device.device().wait_for_fences(fences, true, timeout_ns) } {
+            match unsafe { device.device().wait_for_fences(&fences, true, timeout_ns) } {
                 Ok(()) => {}
                 Err(vk::Result::TIMEOUT) => return Err(timed_out("vkWaitForFences")),
                 Err(result) => return Err(Error::Device(device_error(result, "vkWaitForFences"))),
             }
         }
         if !timelines.is_empty() {
-            let (semaphores, values): (Vec<vk::Semaphore>, Vec<u64>) = timelines.drain(..).unzip();
+            let (semaphores, values): (Vec<vk::Semaphore>, Vec<u64>) = timelines.into_iter().unzip();
             let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
             // SAFETY: as for the fences; timeline entries exist only when timeline semaphores and Vulkan 1.2
             // are enabled (checked in `defer`), so vkWaitSemaphores is loaded.
