@@ -980,6 +980,15 @@ def infer_images(torch, model, shapes, move, score, image_dtype=None, forward_co
     return checksum
 
 
+def classify_images_half(torch, build, shapes):
+    """Runs the image classifier `build()` makes on the CPU (built here, so that `infer_images` holds its only
+    reference and frees it) in fp16 through [`infer_images`] over `shapes`, each output scored by the sum of its
+    predicted classes. Returns the shapes and that checksum."""
+    checksum = infer_images(torch, build(), shapes, lambda model: model.to("cuda", torch.float16),
+                            lambda out: int(out.argmax(-1).sum().item()))
+    return {"shapes": shapes, "checksum": checksum}
+
+
 def train_steps(torch, model, make_optimizer, steps, make_batch):
     """Records from before `model` (built on the CPU by the caller, passed as its only reference so that it is freed
     here) moves to the GPU, then trains it, with the optimizer `make_optimizer(parameters)`, one step per entry of
@@ -1009,6 +1018,15 @@ def noise_rows(torch, width):
     def make_batch(rows, gen):
         x = torch.randn(rows, width, device="cuda", generator=gen)
         return x, torch.randint(0, 1000, (rows,), device="cuda", generator=gen)
+    return make_batch
+
+
+def noise_images(torch, side, classes):
+    """A `make_batch` for [`train_steps`]: a step is a number of random images of `side` pixels (3 channels),
+    labelled among `classes` classes."""
+    def make_batch(batch, gen):
+        images = torch.randn(batch, 3, side, side, device="cuda", generator=gen)
+        return images, torch.randint(0, classes, (batch,), device="cuda", generator=gen)
     return make_batch
 
 
@@ -3908,6 +3926,16 @@ def classify_padded(torch, model, vocab_size, batches, forward, count):
             del ids, lengths, mask, kept
     del model
     return total
+
+
+def masked_logits(model, ids, mask):
+    """A [`classify_padded`] forward for a sequence classifier: its logits on `ids * mask` (the padding zeroed)."""
+    return model(input_ids=ids * mask, attention_mask=mask).logits
+
+
+def rows_labelled(label):
+    """A [`classify_padded`] count: how many rows the classifier's logits give `label`."""
+    return lambda logits, mask: int((logits.argmax(-1) == label).sum().item())
 
 
 def answer_spans(torch, model, vocab_size, batches, ordered):
@@ -7793,11 +7821,8 @@ def small_cnn_cifar_train(torch):
     model = nn.Sequential(block(3, 32), block(32, 64), block(64, 128), nn.Flatten(), nn.Linear(128 * 16, 10))
     steps = [128, 64, 256, 512, 96, 384, 192, 64, 448, 320, 128, 256, 512, 160, 224, 288]
 
-    def make_batch(batch, gen):
-        images = torch.randn(batch, 3, 32, 32, device="cuda", generator=gen)
-        return images, torch.randint(0, 10, (batch,), device="cuda", generator=gen)
-
-    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps, make_batch)
+    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps,
+                         noise_images(torch, 32, 10))
     return {"steps": steps, "losses": losses}
 
 
@@ -8012,7 +8037,7 @@ def deberta_small_classify_infer(torch):
         return model(input_ids=ids * mask, attention_mask=mask, token_type_ids=second).logits
 
     labelled = classify_padded(torch, DebertaV2ForSequenceClassification(config).eval(), config.vocab_size, batches,
-                               forward=forward, count=lambda logits, mask: int((logits.argmax(-1) == 2).sum().item()))
+                               forward=forward, count=rows_labelled(2))
     return {"batches": batches, "labelled": labelled}
 
 
@@ -8024,10 +8049,7 @@ def swin_v2_tiny_half_infer(torch):
 
     torch.manual_seed(0)
     shapes = [(batch, 256) for batch in (8, 1, 32, 16, 48, 4, 24, 2)]
-    checksum = infer_images(torch, torchvision.models.swin_v2_t().eval(), shapes,
-                            lambda model: model.to("cuda", torch.float16),
-                            lambda out: int(out.argmax(-1).sum().item()))
-    return {"shapes": shapes, "checksum": checksum}
+    return classify_images_half(torch, lambda: torchvision.models.swin_v2_t().eval(), shapes)
 
 
 def convnext_small_train_mid(torch):
@@ -8039,11 +8061,8 @@ def convnext_small_train_mid(torch):
     model = torchvision.models.convnext_small(num_classes=100)
     steps = [32, 16, 64, 96, 48, 24, 80, 32, 64, 16, 96, 40]
 
-    def make_batch(batch, gen):
-        images = torch.randn(batch, 3, 128, 128, device="cuda", generator=gen)
-        return images, torch.randint(0, 100, (batch,), device="cuda", generator=gen)
-
-    losses = train_steps(torch, model, lambda params: torch.optim.AdamW(params, lr=1e-4), steps, make_batch)
+    losses = train_steps(torch, model, lambda params: torch.optim.AdamW(params, lr=1e-4), steps,
+                         noise_images(torch, 128, 100))
     return {"steps": steps, "losses": losses}
 
 
@@ -8107,9 +8126,7 @@ def roformer_classify_infer(torch):
     batches = [(64, 128), (256, 32), (6, 768), (32, 256), (128, 64), (12, 512), (96, 96), (4, 768), (48, 192),
                (160, 48), (16, 384), (200, 40)]
     labelled = classify_padded(torch, RoFormerForSequenceClassification(config).eval(), config.vocab_size, batches,
-                               forward=lambda model, ids, mask: model(input_ids=ids * mask,
-                                                                      attention_mask=mask).logits,
-                               count=lambda logits, mask: int((logits.argmax(-1) == 3).sum().item()))
+                               forward=masked_logits, count=rows_labelled(3))
     return {"batches": batches, "labelled": labelled}
 
 
@@ -8121,10 +8138,7 @@ def maxvit_t_half_infer(torch):
 
     torch.manual_seed(0)
     shapes = [(batch, 224) for batch in (12, 1, 48, 6, 32, 2, 24, 8)]
-    checksum = infer_images(torch, torchvision.models.maxvit_t().eval(), shapes,
-                            lambda model: model.to("cuda", torch.float16),
-                            lambda out: int(out.argmax(-1).sum().item()))
-    return {"shapes": shapes, "checksum": checksum}
+    return classify_images_half(torch, lambda: torchvision.models.maxvit_t().eval(), shapes)
 
 
 def resnext50_train_small(torch):
@@ -8136,12 +8150,8 @@ def resnext50_train_small(torch):
     model = torchvision.models.resnext50_32x4d(num_classes=100)
     steps = [24, 64, 16, 48, 96, 32, 80, 40, 56, 16, 72, 32]
 
-    def make_batch(batch, gen):
-        images = torch.randn(batch, 3, 112, 112, device="cuda", generator=gen)
-        return images, torch.randint(0, 100, (batch,), device="cuda", generator=gen)
-
     losses = train_steps(torch, model, lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), steps,
-                         make_batch)
+                         noise_images(torch, 112, 100))
     return {"steps": steps, "losses": losses}
 
 
@@ -8169,11 +8179,8 @@ def densenet121_train_small(torch):
     model = torchvision.models.densenet121(num_classes=50)
     steps = [16, 48, 32, 64, 24, 80, 40, 16, 56, 32]
 
-    def make_batch(batch, gen):
-        images = torch.randn(batch, 3, 96, 96, device="cuda", generator=gen)
-        return images, torch.randint(0, 50, (batch,), device="cuda", generator=gen)
-
-    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps, make_batch)
+    losses = train_steps(torch, model, lambda params: torch.optim.Adam(params, lr=1e-3), steps,
+                         noise_images(torch, 96, 50))
     return {"steps": steps, "losses": losses}
 
 
@@ -8238,9 +8245,7 @@ def funnel_classify_infer(torch):
     batches = [(64, 128), (200, 32), (8, 512), (32, 256), (128, 64), (16, 384), (96, 96), (4, 512), (48, 160),
                (160, 48), (24, 320), (240, 40)]
     labelled = classify_padded(torch, FunnelForSequenceClassification(config).eval(), config.vocab_size, batches,
-                               forward=lambda model, ids, mask: model(input_ids=ids * mask,
-                                                                      attention_mask=mask).logits,
-                               count=lambda logits, mask: int((logits.argmax(-1) == 2).sum().item()))
+                               forward=masked_logits, count=rows_labelled(2))
     return {"batches": batches, "labelled": labelled}
 
 
@@ -8253,12 +8258,8 @@ def wide_resnet50_train_small(torch):
     model = torchvision.models.wide_resnet50_2(num_classes=100)
     steps = [16, 48, 32, 64, 24, 80, 40, 56, 16, 72]
 
-    def make_batch(batch, gen):
-        images = torch.randn(batch, 3, 96, 96, device="cuda", generator=gen)
-        return images, torch.randint(0, 100, (batch,), device="cuda", generator=gen)
-
     losses = train_steps(torch, model, lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), steps,
-                         make_batch)
+                         noise_images(torch, 96, 100))
     return {"steps": steps, "losses": losses}
 
 
@@ -8270,10 +8271,7 @@ def vit_l16_half_infer_small(torch):
 
     torch.manual_seed(0)
     shapes = [(batch, 224) for batch in (8, 1, 32, 4, 16, 2, 24, 12)]
-    checksum = infer_images(torch, torchvision.models.vit_l_16().eval(), shapes,
-                            lambda model: model.to("cuda", torch.float16),
-                            lambda out: int(out.argmax(-1).sum().item()))
-    return {"shapes": shapes, "checksum": checksum}
+    return classify_images_half(torch, lambda: torchvision.models.vit_l_16().eval(), shapes)
 
 
 def alexnet_half_infer_bigbatch(torch):
@@ -8284,10 +8282,7 @@ def alexnet_half_infer_bigbatch(torch):
 
     torch.manual_seed(0)
     shapes = [(batch, 224) for batch in (64, 256, 16, 128, 32, 192, 8, 96)]
-    checksum = infer_images(torch, torchvision.models.alexnet().eval(), shapes,
-                            lambda model: model.to("cuda", torch.float16),
-                            lambda out: int(out.argmax(-1).sum().item()))
-    return {"shapes": shapes, "checksum": checksum}
+    return classify_images_half(torch, lambda: torchvision.models.alexnet().eval(), shapes)
 
 
 def ssdlite_detect_infer(torch):
