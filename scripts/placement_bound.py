@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""What placement alone could do on a trace: an idealized heap replayed from a placement log's requests.
+
+    python3 scripts/placement_bound.py LOG... [--page-size BYTES] [--granule BYTES] [--split-after EVENTS]
+                                      [--predict-after EVENTS] [--unknown long|short] [--json FILE]
+
+A placement log of `memcarve replay --placements FILE` holds the trace's requests in replay order (`alloc,<id>,
+<offset>,<requested size>` and `free,<id>,,`); this script reads those lines alone, whatever policy wrote the log,
+and places the requests again in an idealized heap: one flat address range, free ranges merged with their
+neighbours, each request (rounded up to `--granule`, 512 bytes as PyTorch rounds) in the smallest free range that
+holds it (the lowest such address on a tie), or at the top. A page (`--page-size`, 2 MiB as CUDA's granularity on
+the H200) is committed exactly while a live request touches it: mapped the moment one does, unmapped the moment
+none does. That costs no memory beyond the pages live data touches, and driver operations without limit, so its
+peak committed bytes show what a best-fit placement reaches when mapping costs nothing; `ops` counts what it would
+take all the same (an allocation that touches a page no other live request does is one mapping, a free that leaves
+a page untouched one unmap).
+
+With `--split-after L`, a second heap is replayed with hindsight: requests that live more than L events (or are
+never freed) in one address region, the rest in another, each placed by best fit in its own region, the pages
+counted over both. The trace does not say how long a request will live, so this is a bound on what a lifetime
+split could give, not a policy. `--predict-after L` replays the same split with an online guess instead: a request
+goes with the long-lived ones when the last freed request of the same rounded size lived more than L events
+(`--unknown` says where a size not freed yet goes: with the long-lived ones by default).
+
+One line per log: the peak live bytes, and for each heap its overhead (peak committed over peak live bytes) and its
+operations; with `--json`, the same as a list of objects. docs/BENCHMARKS.md ("Thirty-ninth session") has what it
+showed on the shipped traces.
+"""
+
+import argparse
+import bisect
+import csv
+import json
+import sys
+
+NEVER = float("inf")
+
+
+def requests(path):
+    """The log's requests in order: ("alloc", id, size) and ("free", id, 0); every other line is skipped."""
+    out = []
+    with open(path, newline="") as file:
+        rows = csv.reader(file)
+        next(rows, None)
+        for row in rows:
+            if row and row[0] == "alloc":
+                out.append(("alloc", row[1], int(row[3])))
+            elif row and row[0] == "free":
+                out.append(("free", row[1], 0))
+    return out
+
+
+def lifetimes(events):
+    """Each allocation's lifetime in events (its free's index less its own), NEVER for one never freed."""
+    born, life = {}, {}
+    for index, (kind, ident, _) in enumerate(events):
+        if kind == "alloc":
+            born[ident] = index
+        elif ident in born:
+            life[ident] = index - born.pop(ident)
+    for ident in born:
+        life[ident] = NEVER
+    return life
+
+
+class Region:
+    """Free ranges of one address region, best fit: `by_size` sorted by (size, start), merged on free."""
+
+    def __init__(self, base):
+        self.by_start = {}
+        self.by_end = {}
+        self.by_size = []
+        self.top = base
+
+    def _remove(self, start):
+        size = self.by_start.pop(start)
+        del self.by_end[start + size]
+        del self.by_size[bisect.bisect_left(self.by_size, (size, start))]
+        return size
+
+    def _insert(self, start, size):
+        self.by_start[start] = size
+        self.by_end[start + size] = start
+        bisect.insort(self.by_size, (size, start))
+
+    def take(self, size):
+        """The start of the smallest free range of at least `size` bytes (lowest on a tie), or the top."""
+        index = bisect.bisect_left(self.by_size, (size, -1))
+        if index == len(self.by_size):
+            start = self.top
+            self.top += size
+            return start
+        found, start = self.by_size[index]
+        self._remove(start)
+        if found > size:
+            self._insert(start + size, found - size)
+        return start
+
+    def give(self, start, size):
+        """Frees `[start, start + size)`, merged with free neighbours (and with the top when it ends there)."""
+        if start + size in self.by_start:
+            size += self._remove(start + size)
+        if start in self.by_end:
+            before = self.by_end[start]
+            size += self._remove(before)
+            start = before
+        if start + size == self.top:
+            self.top = start
+        else:
+            self._insert(start, size)
+
+
+def replay(events, page_size, granule, region_of=lambda ident, size: 0):
+    """Replays `events` on regions chosen by `region_of(id, rounded size)`; the peaks and operations."""
+    regions = {}
+    live = {}
+    users = {}
+    live_bytes = peak_live = committed = peak_committed = ops = 0
+    for kind, ident, size in events:
+        if kind == "alloc":
+            rounded = -(-max(size, 1) // granule) * granule
+            key = region_of(ident, rounded)
+            region = regions.setdefault(key, Region(key << 48))
+            start = region.take(rounded)
+            live[ident] = (start, rounded, size, key)
+            live_bytes += size
+            peak_live = max(peak_live, live_bytes)
+            mapped = False
+            for page in range(start // page_size, (start + rounded - 1) // page_size + 1):
+                count = users.get(page, 0)
+                if count == 0:
+                    committed += 1
+                    mapped = True
+                users[page] = count + 1
+            ops += mapped
+            peak_committed = max(peak_committed, committed)
+        elif ident in live:
+            start, rounded, size, key = live.pop(ident)
+            live_bytes -= size
+            unmapped = False
+            for page in range(start // page_size, (start + rounded - 1) // page_size + 1):
+                users[page] -= 1
+                if users[page] == 0:
+                    del users[page]
+                    committed -= 1
+                    unmapped = True
+            ops += unmapped
+            regions[key].give(start, rounded)
+    peak_committed_bytes = peak_committed * page_size
+    overhead = peak_committed_bytes / peak_live if peak_live else 1.0
+    return {"peak_live_bytes": peak_live, "peak_committed_bytes": peak_committed_bytes, "overhead": overhead,
+            "ops": ops}
+
+
+def predicted_long(events, after, granule, unknown_long):
+    """Per allocation, the online guess: the last freed allocation of its rounded size lived more than `after`
+    events (a size not freed yet: `unknown_long`)."""
+    last, born, guess = {}, {}, {}
+    for index, (kind, ident, size) in enumerate(events):
+        if kind == "alloc":
+            rounded = -(-max(size, 1) // granule) * granule
+            seen = last.get(rounded)
+            guess[ident] = unknown_long if seen is None else seen > after
+            born[ident] = (index, rounded)
+        elif ident in born:
+            start, rounded = born.pop(ident)
+            last[rounded] = index - start
+    return guess
+
+
+def bound(path, page_size, granule, split_after=None, predict_after=None, unknown_long=True):
+    events = requests(path)
+    result = {"log": path, "best_fit": replay(events, page_size, granule)}
+    if split_after is not None:
+        life = lifetimes(events)
+        result["hindsight_split"] = replay(
+            events, page_size, granule, lambda ident, _: int(life[ident] > split_after))
+    if predict_after is not None:
+        guess = predicted_long(events, predict_after, granule, unknown_long)
+        result["online_split"] = replay(events, page_size, granule, lambda ident, _: int(guess[ident]))
+    result["peak_live_bytes"] = result["best_fit"]["peak_live_bytes"]
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.add_argument("--page-size", type=int, default=2 << 20)
+    parser.add_argument("--granule", type=int, default=512)
+    parser.add_argument("--split-after", type=int, metavar="EVENTS")
+    parser.add_argument("--predict-after", type=int, metavar="EVENTS")
+    parser.add_argument("--unknown", choices=("long", "short"), default="long")
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args(argv)
+    if args.page_size <= 0 or args.granule <= 0:
+        parser.error("--page-size and --granule must be positive")
+    results = []
+    for path in args.logs:
+        result = bound(path, args.page_size, args.granule, args.split_after, args.predict_after,
+                       args.unknown == "long")
+        results.append(result)
+        parts = [f"{path}: peak live {result['peak_live_bytes']} bytes"]
+        for name in ("best_fit", "hindsight_split", "online_split"):
+            if name in result:
+                heap = result[name]
+                parts.append(f"{name.replace('_', ' ')} {heap['overhead']:.3f} x, {heap['ops']} ops")
+        print("; ".join(parts))
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(results, file, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
