@@ -2,7 +2,8 @@
 """What placement alone could do on a trace: an idealized heap replayed from a placement log's requests.
 
     python3 scripts/placement_bound.py LOG... [--page-size BYTES] [--granule BYTES] [--split-after EVENTS]
-                                      [--predict-after EVENTS] [--unknown long|short] [--json FILE]
+                                      [--predict-after EVENTS] [--unknown long|short] [--small-below BYTES]
+                                      [--page-aware CANDIDATES] [--json FILE]
 
 A placement log of `memcarve replay --placements FILE` holds the trace's requests in replay order (`alloc,<id>,
 <offset>,<requested size>` and `free,<id>,,`); this script reads those lines alone, whatever policy wrote the log,
@@ -21,6 +22,11 @@ counted over both. The trace does not say how long a request will live, so this 
 split could give, not a policy. `--predict-after L` replays the same split with an online guess instead: a request
 goes with the long-lived ones when the last freed request of the same rounded size lived more than L events
 (`--unknown` says where a size not freed yet goes: with the long-lived ones by default).
+
+Two online variants of the placement itself: `--small-below BYTES` puts requests below that size in a region of
+their own in every heap (as the virtual heap's small region does, 64 KiB there), and `--page-aware N` places each
+request where it touches the fewest pages no live request touches, among either end of the N smallest free ranges
+that hold it and the top (then the smaller range, then the lower address), instead of by best fit.
 
 One line per log: the peak live bytes, and for each heap its overhead (peak committed over peak live bytes) and its
 operations; with `--json`, the same as a list of objects. docs/BENCHMARKS.md ("Thirty-ninth session") has what it
@@ -96,6 +102,30 @@ class Region:
             self._insert(start + size, found - size)
         return start
 
+    def take_page_aware(self, size, touches_new, candidates):
+        """The place, at either end of one of the `candidates` smallest free ranges that hold `size` bytes, or at
+        the top, that touches the fewest pages no live request touches (`touches_new(start, size)`); then the
+        smaller range, then the lower address."""
+        first = bisect.bisect_left(self.by_size, (size, -1))
+        best = (touches_new(self.top, size), NEVER, self.top)
+        chosen = None
+        for found, start in self.by_size[first:first + candidates]:
+            for place in (start, start + found - size):
+                cost = (touches_new(place, size), found, place)
+                if cost < best:
+                    best, chosen = cost, (start, found)
+        place = best[2]
+        if chosen is None:
+            self.top += size
+            return place
+        start, found = chosen
+        self._remove(start)
+        if place > start:
+            self._insert(start, place - start)
+        if place + size < start + found:
+            self._insert(place + size, start + found - place - size)
+        return place
+
     def give(self, start, size):
         """Frees `[start, start + size)`, merged with free neighbours (and with the top when it ends there)."""
         if start + size in self.by_start:
@@ -110,18 +140,27 @@ class Region:
             self._insert(start, size)
 
 
-def replay(events, page_size, granule, region_of=lambda ident, size: 0):
-    """Replays `events` on regions chosen by `region_of(id, rounded size)`; the peaks and operations."""
+def replay(events, page_size, granule, region_of=lambda ident, size: 0, page_aware=0):
+    """Replays `events` on regions chosen by `region_of(id, rounded size)`; the peaks and operations. With
+    `page_aware` candidates, a request goes where it touches the fewest new pages (`Region.take_page_aware`)
+    instead of the best fit."""
     regions = {}
     live = {}
     users = {}
     live_bytes = peak_live = committed = peak_committed = ops = 0
+
+    def touches_new(start, size):
+        return sum(page not in users for page in range(start // page_size, (start + size - 1) // page_size + 1))
+
     for kind, ident, size in events:
         if kind == "alloc":
             rounded = -(-max(size, 1) // granule) * granule
             key = region_of(ident, rounded)
             region = regions.setdefault(key, Region(key << 48))
-            start = region.take(rounded)
+            if page_aware:
+                start = region.take_page_aware(rounded, touches_new, page_aware)
+            else:
+                start = region.take(rounded)
             live[ident] = (start, rounded, size, key)
             live_bytes += size
             peak_live = max(peak_live, live_bytes)
@@ -168,17 +207,27 @@ def predicted_long(events, after, granule, unknown_long):
     return guess
 
 
-def bound(path, page_size, granule, split_after=None, predict_after=None, unknown_long=True):
+def bound(path, page_size, granule, split_after=None, predict_after=None, unknown_long=True, small_below=0,
+          page_aware=0):
+    """The heaps `main` reports for the log at `path`. Requests below `small_below` bytes go to a region of their
+    own in each; with `page_aware`, each heap places by new pages touched (see `replay`)."""
     events = requests(path)
-    result = {"log": path, "best_fit": replay(events, page_size, granule)}
+
+    def small(size):
+        return 2 * int(size < small_below)
+
+    first = "page_aware" if page_aware else "best_fit"
+    result = {"log": path, first: replay(events, page_size, granule, lambda _, size: small(size), page_aware)}
     if split_after is not None:
         life = lifetimes(events)
         result["hindsight_split"] = replay(
-            events, page_size, granule, lambda ident, _: int(life[ident] > split_after))
+            events, page_size, granule, lambda ident, size: small(size) + int(life[ident] > split_after),
+            page_aware)
     if predict_after is not None:
         guess = predicted_long(events, predict_after, granule, unknown_long)
-        result["online_split"] = replay(events, page_size, granule, lambda ident, _: int(guess[ident]))
-    result["peak_live_bytes"] = result["best_fit"]["peak_live_bytes"]
+        result["online_split"] = replay(
+            events, page_size, granule, lambda ident, size: small(size) + int(guess[ident]), page_aware)
+    result["peak_live_bytes"] = result[first]["peak_live_bytes"]
     return result
 
 
@@ -190,17 +239,21 @@ def main(argv=None):
     parser.add_argument("--split-after", type=int, metavar="EVENTS")
     parser.add_argument("--predict-after", type=int, metavar="EVENTS")
     parser.add_argument("--unknown", choices=("long", "short"), default="long")
+    parser.add_argument("--small-below", type=int, default=0, metavar="BYTES")
+    parser.add_argument("--page-aware", type=int, default=0, metavar="CANDIDATES")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     if args.page_size <= 0 or args.granule <= 0:
         parser.error("--page-size and --granule must be positive")
+    if args.small_below < 0 or args.page_aware < 0:
+        parser.error("--small-below and --page-aware must be 0 or more")
     results = []
     for path in args.logs:
         result = bound(path, args.page_size, args.granule, args.split_after, args.predict_after,
-                       args.unknown == "long")
+                       args.unknown == "long", args.small_below, args.page_aware)
         results.append(result)
         parts = [f"{path}: peak live {result['peak_live_bytes']} bytes"]
-        for name in ("best_fit", "hindsight_split", "online_split"):
+        for name in ("best_fit", "page_aware", "hindsight_split", "online_split"):
             if name in result:
                 heap = result[name]
                 parts.append(f"{name.replace('_', ' ')} {heap['overhead']:.3f} x, {heap['ops']} ops")

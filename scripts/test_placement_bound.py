@@ -46,6 +46,50 @@ class RegionTest(unittest.TestCase):
         self.assertEqual((region.top, region.by_size), (0, []))
 
 
+def laid_out(sizes, freed):
+    """A region whose ranges of `sizes` (MiB) were taken in order, then those at the indexes in `freed` given
+    back; with the pages (2 MiB) that the ranges still taken touch."""
+    region = placement_bound.Region(0)
+    starts = [region.take(int(size * MIB)) for size in sizes]
+    for index in freed:
+        region.give(starts[index], int(sizes[index] * MIB))
+    used = set()
+    for index, (start, size) in enumerate(zip(starts, sizes)):
+        if index not in freed:
+            used.update(range(start // PAGE, (start + int(size * MIB) - 1) // PAGE + 1))
+
+    def touches_new(start, size):
+        return sum(page not in used for page in range(start // PAGE, (start + size - 1) // PAGE + 1))
+
+    return region, touches_new
+
+
+class PageAwareTest(unittest.TestCase):
+    # Free ranges [1, 3.5) MiB, between requests on pages 0 and 1, and [6, 8.25) MiB, over the whole of page 3.
+    SIZES, FREED = (1, 2.5, 0.5, 1.5, 0.5, 2.25, 0.25), (1, 5)
+
+    def test_best_fit_takes_the_smaller_range(self):
+        region, _ = laid_out(self.SIZES, self.FREED)
+        self.assertEqual(region.take(2 * MIB), 6 * MIB)
+
+    def test_fewest_new_pages_first(self):
+        region, touches_new = laid_out(self.SIZES, self.FREED)
+        self.assertEqual(region.take_page_aware(2 * MIB, touches_new, 64), 1 * MIB)
+        # What is left of the range: [3, 3.5) MiB.
+        self.assertEqual(region.by_size, [(MIB // 2, 3 * MIB), (9 * MIB // 4, 6 * MIB)])
+
+    def test_the_end_of_a_range_or_the_top(self):
+        # A free range [1, 5) MiB between requests on pages 0 and 2 (page 1 free); the top at 5.5 MiB on page 2.
+        region, touches_new = laid_out((1, 4, 0.5), (1,))
+        # 0.5 MiB: the range's start, on page 0 (no new page; the lower address of the two ends).
+        self.assertEqual(region.take_page_aware(MIB // 2, touches_new, 64), 1 * MIB)
+        # 2.5 MiB: either end of what is left, [1.5, 5), touches page 1 as its one new page, and so does the top
+        # (page 3); the range wins over the top, its start over its end.
+        self.assertEqual(region.take_page_aware(5 * MIB // 2, touches_new, 64), 3 * MIB // 2)
+        # 1.5 MiB: the one range left, [4, 5) MiB, is too small: the top.
+        self.assertEqual(region.take_page_aware(3 * MIB // 2, touches_new, 64), 11 * MIB // 2)
+
+
 class ReplayTest(unittest.TestCase):
     def test_pages_follow_live_requests(self):
         result = placement_bound.replay(
@@ -114,6 +158,12 @@ class CommandTest(unittest.TestCase):
             self.assertIn("best fit 1.999 x, 2 ops", done.stdout)
             with open(out) as file:
                 result = json.load(file)[0]
+            # The 1000-byte request alone in a region of its own: a page of its own, unmapped at its free.
+            done = subprocess.run([sys.executable, script, log, "--page-aware", "8", "--small-below", "65536"],
+                                  capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("page aware 1.999 x, 3 ops", done.stdout)
+            self.assertNotIn("best fit", done.stdout)
         self.assertEqual(result["peak_live_bytes"], PAGE + 1000)
         self.assertEqual(result["best_fit"]["peak_committed_bytes"], 2 * PAGE)
         self.assertIn("hindsight_split", result)
