@@ -42,6 +42,16 @@ import sys
 NEVER = float("inf")
 
 
+def rounded_up(size, granule):
+    """`size` (at least 1) rounded up to a multiple of `granule`."""
+    return -(-max(size, 1) // granule) * granule
+
+
+def pages_of(start, size, page_size):
+    """The pages `[start, start + size)` touches."""
+    return range(start // page_size, (start + size - 1) // page_size + 1)
+
+
 def requests(path):
     """The log's requests in order: ("alloc", id, size) and ("free", id, 0); every other line is skipped."""
     out = []
@@ -89,6 +99,16 @@ class Region:
         self.by_end[start + size] = start
         bisect.insort(self.by_size, (size, start))
 
+    def _carve(self, start, found, place, size):
+        """Takes `[place, place + size)` out of the free range `[start, start + found)`; what is left either side
+        stays free. Returns `place`."""
+        self._remove(start)
+        if place > start:
+            self._insert(start, place - start)
+        if place + size < start + found:
+            self._insert(place + size, start + found - place - size)
+        return place
+
     def take(self, size):
         """The start of the smallest free range of at least `size` bytes (lowest on a tie), or the top."""
         index = bisect.bisect_left(self.by_size, (size, -1))
@@ -97,10 +117,7 @@ class Region:
             self.top += size
             return start
         found, start = self.by_size[index]
-        self._remove(start)
-        if found > size:
-            self._insert(start + size, found - size)
-        return start
+        return self._carve(start, found, start, size)
 
     def take_page_aware(self, size, touches_new, candidates):
         """The place, at either end of one of the `candidates` smallest free ranges that hold `size` bytes, or at
@@ -118,13 +135,7 @@ class Region:
         if chosen is None:
             self.top += size
             return place
-        start, found = chosen
-        self._remove(start)
-        if place > start:
-            self._insert(start, place - start)
-        if place + size < start + found:
-            self._insert(place + size, start + found - place - size)
-        return place
+        return self._carve(*chosen, place, size)
 
     def give(self, start, size):
         """Frees `[start, start + size)`, merged with free neighbours (and with the top when it ends there)."""
@@ -150,11 +161,11 @@ def replay(events, page_size, granule, region_of=lambda ident, size: 0, page_awa
     live_bytes = peak_live = committed = peak_committed = ops = 0
 
     def touches_new(start, size):
-        return sum(page not in users for page in range(start // page_size, (start + size - 1) // page_size + 1))
+        return sum(page not in users for page in pages_of(start, size, page_size))
 
     for kind, ident, size in events:
         if kind == "alloc":
-            rounded = -(-max(size, 1) // granule) * granule
+            rounded = rounded_up(size, granule)
             key = region_of(ident, rounded)
             region = regions.setdefault(key, Region(key << 48))
             if page_aware:
@@ -165,7 +176,7 @@ def replay(events, page_size, granule, region_of=lambda ident, size: 0, page_awa
             live_bytes += size
             peak_live = max(peak_live, live_bytes)
             mapped = False
-            for page in range(start // page_size, (start + rounded - 1) // page_size + 1):
+            for page in pages_of(start, rounded, page_size):
                 count = users.get(page, 0)
                 if count == 0:
                     committed += 1
@@ -177,7 +188,7 @@ def replay(events, page_size, granule, region_of=lambda ident, size: 0, page_awa
             start, rounded, size, key = live.pop(ident)
             live_bytes -= size
             unmapped = False
-            for page in range(start // page_size, (start + rounded - 1) // page_size + 1):
+            for page in pages_of(start, rounded, page_size):
                 users[page] -= 1
                 if users[page] == 0:
                     del users[page]
@@ -197,7 +208,7 @@ def predicted_long(events, after, granule, unknown_long):
     last, born, guess = {}, {}, {}
     for index, (kind, ident, size) in enumerate(events):
         if kind == "alloc":
-            rounded = -(-max(size, 1) // granule) * granule
+            rounded = rounded_up(size, granule)
             seen = last.get(rounded)
             guess[ident] = unknown_long if seen is None else seen > after
             born[ident] = (index, rounded)
