@@ -29,7 +29,8 @@ request where it touches the fewest pages no live request touches, among either 
 that hold it and the top (then the smaller range, then the lower address), instead of by best fit.
 
 One line per log: the peak live bytes, and for each heap its overhead (peak committed over peak live bytes) and its
-operations; with `--json`, the same as a list of objects. docs/BENCHMARKS.md ("Thirty-ninth session") has what it
+operations; with `--json`, the same as a list of objects. A log it cannot read (missing, an `alloc` line short of
+fields or with a size that is no number) is a one-line error and exit status 1. docs/BENCHMARKS.md ("Thirty-ninth session") has what it
 showed on the shipped traces.
 """
 
@@ -60,6 +61,8 @@ def requests(path):
         next(rows, None)
         for row in rows:
             if row and row[0] == "alloc":
+                if len(row) < 4:
+                    raise ValueError(f"{path}: line {rows.line_num}: an alloc line needs four fields")
                 out.append(("alloc", row[1], int(row[3])))
             elif row and row[0] == "free":
                 out.append(("free", row[1], 0))
@@ -260,8 +263,12 @@ def main(argv=None):
         parser.error("--small-below and --page-aware must be 0 or more")
     results = []
     for path in args.logs:
-        result = bound(path, args.page_size, args.granule, args.split_after, args.predict_after,
-                       args.unknown == "long", args.small_below, args.page_aware)
+        try:
+            result = bound(path, args.page_size, args.granule, args.split_after, args.predict_after,
+                           args.unknown == "long", args.small_below, args.page_aware)
+        except (OSError, ValueError) as error:
+            print(f"placement_bound.py: {error}", file=sys.stderr)
+            return 1
         results.append(result)
         parts = [f"{path}: peak live {result['peak_live_bytes']} bytes"]
         for name in ("best_fit", "page_aware", "hindsight_split", "online_split"):

@@ -143,6 +143,22 @@ class SplitTest(unittest.TestCase):
 
 
 class CommandTest(unittest.TestCase):
+    def test_bad_logs_are_one_line_errors(self):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "placement_bound.py")
+        with tempfile.TemporaryDirectory() as folder:
+            cases = {"short.csv": "event,id,offset,size\nalloc,1,0\n",
+                     "size.csv": "event,id,offset,size\nalloc,1,0,x\n"}
+            for name, text in cases.items():
+                with open(os.path.join(folder, name), "w") as file:
+                    file.write(text)
+            for name, said in [("short.csv", "line 2: an alloc line needs four fields"),
+                               ("size.csv", "invalid literal"), ("missing.csv", "No such file")]:
+                done = subprocess.run([sys.executable, script, os.path.join(folder, name)], capture_output=True,
+                                      text=True)
+                self.assertEqual(done.returncode, 1, name)
+                self.assertIn(said, done.stderr)
+                self.assertNotIn("Traceback", done.stderr)
+
     def test_reads_a_placement_log(self):
         lines = ["event,id,offset,size", f"map,,0,{2 * PAGE}", "pages,0,0,2", "alloc,1,0,1000",
                  f"alloc,2,{PAGE},{PAGE}", "free,1,,", f"unmap,,0,{PAGE}", "tier,,0,2097152"]
