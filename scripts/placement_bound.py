@@ -30,8 +30,8 @@ that hold it and the top (then the smaller range, then the lower address), inste
 
 One line per log: the peak live bytes, and for each heap its overhead (peak committed over peak live bytes) and its
 operations; with `--json`, the same as a list of objects. A log it cannot read (missing, an `alloc` line short of
-fields or with a size that is no number) is a one-line error and exit status 1. docs/BENCHMARKS.md ("Thirty-ninth session") has what it
-showed on the shipped traces.
+fields or with a size that is no number) is a one-line error and exit status 1. docs/BENCHMARKS.md ("Thirty-ninth
+session") has what it showed on the shipped traces.
 """
 
 import argparse
