@@ -2,7 +2,7 @@
 """What placement alone could do on a trace: an idealized heap replayed from a placement log's requests.
 
     python3 scripts/placement_bound.py LOG... [--page-size BYTES] [--granule BYTES] [--split-after EVENTS]
-                                      [--predict-after EVENTS] [--unknown long|short] [--small-below BYTES]
+                                      [--predict-after EVENTS] [--unknown long|short] [--small-below BYTES[,BYTES...]]
                                       [--page-aware CANDIDATES] [--json FILE]
 
 A placement log of `memcarve replay --placements FILE` holds the trace's requests in replay order (`alloc,<id>,
@@ -24,7 +24,9 @@ goes with the long-lived ones when the last freed request of the same rounded si
 (`--unknown` says where a size not freed yet goes: with the long-lived ones by default).
 
 Two online variants of the placement itself: `--small-below BYTES` puts requests below that size in a region of
-their own in every heap (as the virtual heap's small region does, 64 KiB there), and `--page-aware N` places each
+their own in every heap (as the virtual heap's small region does, 64 KiB there; several sizes, comma-separated, make
+a region per size class: `65536,1048576` keeps requests under 64 KiB, those from 64 KiB to 1 MiB and the rest
+apart), and `--page-aware N` places each
 request where it touches the fewest pages no live request touches, among either end of the N smallest free ranges
 that hold it and the top (then the smaller range, then the lower address), instead of by best fit.
 
@@ -221,14 +223,16 @@ def predicted_long(events, after, granule, unknown_long):
     return guess
 
 
-def bound(path, page_size, granule, split_after=None, predict_after=None, unknown_long=True, small_below=0,
+def bound(path, page_size, granule, split_after=None, predict_after=None, unknown_long=True, small_below=(),
           page_aware=0):
-    """The heaps `main` reports for the log at `path`. Requests below `small_below` bytes go to a region of their
-    own in each; with `page_aware`, each heap places by new pages touched (see `replay`)."""
+    """The heaps `main` reports for the log at `path`. Each size class that the sizes `small_below` mark out
+    (requests below the first, from the first to the second, ..., the rest) has a region of its own in each heap;
+    with `page_aware`, each heap places by new pages touched (see `replay`)."""
     events = requests(path)
 
     def small(size):
-        return 2 * int(size < small_below)
+        # Even keys: a lifetime split adds one.
+        return 2 * sum(size >= below for below in small_below)
 
     first = "page_aware" if page_aware else "best_fit"
     result = {"log": path, first: replay(events, page_size, granule, lambda _, size: small(size), page_aware)}
@@ -245,6 +249,17 @@ def bound(path, page_size, granule, split_after=None, predict_after=None, unknow
     return result
 
 
+def sizes(text):
+    """`--small-below`'s comma-separated sizes, ascending (0 marks no class and is dropped)."""
+    try:
+        values = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}") from None
+    if values and values[0] < 0:
+        raise argparse.ArgumentTypeError(f"sizes must be 0 or more: {text!r}")
+    return tuple(value for value in values if value > 0)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", metavar="LOG")
@@ -253,14 +268,14 @@ def main(argv=None):
     parser.add_argument("--split-after", type=int, metavar="EVENTS")
     parser.add_argument("--predict-after", type=int, metavar="EVENTS")
     parser.add_argument("--unknown", choices=("long", "short"), default="long")
-    parser.add_argument("--small-below", type=int, default=0, metavar="BYTES")
+    parser.add_argument("--small-below", type=sizes, default=(), metavar="BYTES[,BYTES...]")
     parser.add_argument("--page-aware", type=int, default=0, metavar="CANDIDATES")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     if args.page_size <= 0 or args.granule <= 0:
         parser.error("--page-size and --granule must be positive")
-    if args.small_below < 0 or args.page_aware < 0:
-        parser.error("--small-below and --page-aware must be 0 or more")
+    if args.page_aware < 0:
+        parser.error("--page-aware must be 0 or more")
     results = []
     for path in args.logs:
         try:

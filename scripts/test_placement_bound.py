@@ -1,9 +1,10 @@
-"""Tests of placement_bound.py on small hand-made logs: best fit, merging, page counts, operations, and the two
-lifetime splits.
+"""Tests of placement_bound.py on small hand-made logs: best fit, merging, page counts, operations, size classes and
+the two lifetime splits.
 
     python3 -m unittest discover -s scripts -p 'test_*.py'
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -140,6 +141,33 @@ class SplitTest(unittest.TestCase):
         self.assertEqual([guess[str(i)] for i in range(1, 5)], [False, False, False, True])
         guess = placement_bound.predicted_long(sequence, 2, 512, unknown_long=True)
         self.assertEqual([guess[str(i)] for i in range(1, 5)], [True, True, False, True])
+
+
+class SizeClassTest(unittest.TestCase):
+    def test_a_region_per_size_class(self):
+        # Four 512 KiB requests between four of 1.5 MiB fill four pages; the large ones freed, the small ones pin all
+        # four, and a request of 6 MiB goes to the top: seven pages for 8 MiB live. With the 512 KiB ones in a class
+        # of their own (64 KiB to 1 MiB), they fill one page of their region and the 6 MiB request takes the three
+        # pages the large ones left: four.
+        lines = ["event,id,offset,size"]
+        for index in range(4):
+            lines += [f"alloc,l{index},0,{3 * MIB // 2}", f"alloc,m{index},0,{MIB // 2}"]
+        lines += [f"free,l{index},," for index in range(4)] + [f"alloc,big,0,{6 * MIB}"]
+        with tempfile.TemporaryDirectory() as folder:
+            log = os.path.join(folder, "log.csv")
+            with open(log, "w") as file:
+                file.write("\n".join(lines) + "\n")
+            mixed = placement_bound.bound(log, PAGE, 512, small_below=(65536,))["best_fit"]
+            apart = placement_bound.bound(log, PAGE, 512, small_below=(65536, 1 << 20))["best_fit"]
+        self.assertEqual((mixed["peak_live_bytes"], apart["peak_live_bytes"]), (8 * MIB, 8 * MIB))
+        self.assertEqual((mixed["peak_committed_bytes"], apart["peak_committed_bytes"]), (7 * PAGE, 4 * PAGE))
+
+    def test_sizes_are_read_sorted_and_checked(self):
+        self.assertEqual(placement_bound.sizes("1048576,65536"), (65536, 1048576))
+        self.assertEqual(placement_bound.sizes("0"), ())
+        for text in ("x", "-1", "65536,"):
+            with self.assertRaises(argparse.ArgumentTypeError, msg=text):
+                placement_bound.sizes(text)
 
 
 class CommandTest(unittest.TestCase):
