@@ -455,6 +455,7 @@ impl<V: VirtualMemory> TieredHeap<V> {
                 outside.committed_bytes += tier.committed_bytes();
                 outside.live_bytes += tier.live_bytes();
                 outside.allocated_bytes += tier.allocated_bytes();
+                outside.allocations += tier.allocations_made();
             }
         }
         outside

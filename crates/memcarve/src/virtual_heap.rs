@@ -54,6 +54,8 @@ pub struct HeapState {
     /// Allocations made since the last free (a run of them is a heap filling up: a model's weights arriving, a
     /// forward pass).
     pub run_allocations: u64,
+    /// Allocations made so far, freed ones included.
+    pub allocations: u64,
     /// When the heap asks for pages ahead of a mapping ([`ReleasePolicy::commit_ahead_bytes`]): the bytes of the
     /// request the mapping is for; 0 otherwise.
     pub request_bytes: u64,
@@ -107,6 +109,13 @@ pub struct PeakSlack {
     /// included); after that only the slack does, and runs of allocations no longer map ahead past the budget
     /// (`loading_run`). `f64::INFINITY` keeps both for good.
     pub spare_until_allocated: f64,
+    /// The spare also ends once the heap has made more than this many allocations (freed ones included;
+    /// `u64::MAX`, the default: never by count). A heap whose peak is mostly long-lived data (a model's weights,
+    /// with a generation's small tensors coming and going around them) hands out its peak's worth of bytes
+    /// slowly, and stays young by `spare_until_allocated` through thousands of allocations; its spare is then
+    /// the empty pages at a late peak. A candidate, not the default: see docs/BENCHMARKS.md ("Fortieth
+    /// session") for what it did on the traces of the time and how it is to be judged.
+    pub spare_until_allocations: u64,
     /// A mapping for a request that raises the peak live bytes, made after at least this many allocations without
     /// a free (a model's weights arriving one tensor at a time) while the spare applies (`spare_until_allocated`),
     /// maps pages ahead past the budget: see `loading_ahead_bytes`. In a heap that has cycled through its working
@@ -147,6 +156,7 @@ impl Default for PeakSlack {
             max_ahead_fraction: 0.5,
             min_spare_bytes: 16 << 20,
             spare_until_allocated: 8.0,
+            spare_until_allocations: u64::MAX,
             loading_run: 8,
             loading_ahead_bytes: 10 << 20,
             spare_ahead_below_bytes: 8 << 20,
@@ -160,12 +170,12 @@ impl PeakSlack {
         (state.peak_live_bytes as f64 * (1.0 + self.slack)) as u64
     }
 
-    /// Whether the heap has handed out at most `spare_until_allocated` times its peak live bytes: still growing
-    /// into its working set, not cycling through it.
+    /// Whether the heap has handed out at most `spare_until_allocated` times its peak live bytes, in at most
+    /// `spare_until_allocations` allocations: still growing into its working set, not cycling through it.
     fn young(&self, state: &HeapState) -> bool {
         // Written so that an infinite factor times no peak yet (not a number) counts as young.
         let old = state.allocated_bytes as f64 > self.spare_until_allocated * state.peak_live_bytes as f64;
-        !old
+        !old && state.allocations <= self.spare_until_allocations
     }
 
     fn budget(&self, state: &HeapState) -> u64 {
@@ -1430,6 +1440,8 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
     map_ids: Vec<u32>,
     /// Allocations since the last free ([`HeapState::run_allocations`]).
     run_allocations: u64,
+    /// Allocations made in all, freed ones included ([`HeapState::allocations`]).
+    allocations_made: u64,
     /// A mapping raised the peak committed bytes since the last allocation was placed: the allocation being
     /// placed records what the peak holds ([`VirtualHeapStats::live_bytes_at_peak`]).
     peak_raised: bool,
@@ -1440,12 +1452,13 @@ pub(crate) struct VirtualHeap<V: VirtualMemory> {
 }
 
 /// The other tiers of a heap in tiers, as one tier's release policy sees them: their committed, live and
-/// allocated bytes, and the peaks of the whole heap.
+/// allocated bytes, the allocations they made, and the peaks of the whole heap.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Outside {
     pub committed_bytes: u64,
     pub live_bytes: u64,
     pub allocated_bytes: u64,
+    pub allocations: u64,
     pub peak_committed_bytes: u64,
     pub peak_live_bytes: u64,
 }
@@ -1520,6 +1533,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             needs: Vec::with_capacity(FIRST_PAGES),
             map_ids: Vec::with_capacity(FIRST_PAGES),
             run_allocations: 0,
+            allocations_made: 0,
             peak_raised: false,
             small,
             outside: Outside::default(),
@@ -1553,6 +1567,11 @@ impl<V: VirtualMemory> VirtualHeap<V> {
     /// Bytes handed out so far, freed ones included.
     pub(crate) fn allocated_bytes(&self) -> u64 {
         self.stats.allocated_bytes
+    }
+
+    /// Allocations made so far, freed ones included.
+    pub(crate) fn allocations_made(&self) -> u64 {
+        self.allocations_made
     }
 
     /// The allocator's counters of this heap.
@@ -1650,6 +1669,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             page_size: self.page_size(),
             allocated_bytes: self.stats.allocated_bytes + outside.allocated_bytes,
             run_allocations: self.run_allocations,
+            allocations: self.allocations_made + outside.allocations,
             request_bytes: 0,
         }
     }
@@ -1752,6 +1772,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
         self.stats.allocations += 1;
         self.stats.allocated_bytes += size;
         self.run_allocations += 1;
+        self.allocations_made += 1;
         let diagnostics = &mut self.diagnostics;
         diagnostics.reuses += u64::from(self.stats.commits == commits);
         diagnostics.peak_allocations = diagnostics.peak_allocations.max(self.stats.allocations);
@@ -2198,6 +2219,7 @@ impl<V: VirtualMemory> VirtualHeap<V> {
             state.live_bytes += size;
             state.peak_live_bytes = state.peak_live_bytes.max(state.live_bytes);
             state.allocated_bytes += size;
+            state.allocations += 1;
             state.committed_bytes += created << self.page_shift;
             state.request_bytes = size;
             let new_pages = self.release.commit_ahead_bytes(&state) >> self.page_shift;
@@ -2776,6 +2798,7 @@ mod tests {
             page_size: PAGE,
             allocated_bytes,
             run_allocations: 0,
+            allocations: 0,
             request_bytes: 0,
         };
         let slack_only = (100.0 * MIB as f64 * 1.04) as u64 - 100 * MIB;
@@ -2791,6 +2814,12 @@ mod tests {
             super::HeapState { committed_bytes: 0, live_bytes: 0, peak_committed_bytes: 0, ..state(0, 0) };
         assert_eq!(policy.retained_bytes(&empty), 16 * MIB);
         assert_eq!(forever.retained_bytes(&empty), 16 * MIB);
+        // Ended by count as well, when asked: young up to 5,000 allocations, whatever the bytes.
+        let counted = PeakSlack { spare_until_allocations: 5000, ..policy };
+        let made = |allocations: u64| super::HeapState { allocations, ..state(100 * MIB, 100 * MIB) };
+        assert_eq!(counted.commit_ahead_bytes(&made(5000)), 16 * MIB);
+        assert_eq!(counted.commit_ahead_bytes(&made(5001)), slack_only);
+        assert_eq!(policy.commit_ahead_bytes(&made(u64::MAX)), 16 * MIB, "the default counts no allocations");
     }
 
     #[test]
@@ -2808,6 +2837,7 @@ mod tests {
             page_size: PAGE,
             allocated_bytes: 200 * MIB,
             run_allocations,
+            allocations: 0,
             request_bytes,
         };
         assert_eq!(policy.commit_ahead_bytes(&state(0, 9 * MIB, 0)), 0, "not in a run");
@@ -2847,6 +2877,7 @@ mod tests {
             page_size: PAGE,
             allocated_bytes: 100 * MIB,
             run_allocations: 0,
+            allocations: 0,
             request_bytes,
         };
         let slack_room = (100.0 * MIB as f64 * 1.04) as u64 - 102 * MIB;

@@ -88,6 +88,8 @@ struct VirtualHeapFile {
     min_spare_bytes: Option<u64>,
     /// For `peak-slack`: the spare applies until the heap has allocated this many times its peak live bytes.
     spare_until_allocated: Option<f64>,
+    /// For `peak-slack`: the spare also ends once the heap has made more than this many allocations.
+    spare_until_allocations: Option<u64>,
     /// For `peak-slack`: allocations without a free after which a mapping that raises the peak maps ahead.
     loading_run: Option<u64>,
     /// For `peak-slack`: in such a run, bytes mapped ahead past the budget at most (as many as the request).
@@ -216,6 +218,7 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
         || heap.max_ahead_fraction.is_some()
         || heap.min_spare_bytes.is_some()
         || heap.spare_until_allocated.is_some()
+        || heap.spare_until_allocations.is_some()
         || heap.loading_run.is_some()
         || heap.loading_ahead_bytes.is_some()
         || heap.spare_ahead_below_bytes.is_some();
@@ -230,6 +233,9 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
                 max_ahead_fraction: heap.max_ahead_fraction.unwrap_or(defaults.max_ahead_fraction),
                 min_spare_bytes: heap.min_spare_bytes.unwrap_or(defaults.min_spare_bytes),
                 spare_until_allocated: heap.spare_until_allocated.unwrap_or(defaults.spare_until_allocated),
+                spare_until_allocations: heap
+                    .spare_until_allocations
+                    .unwrap_or(defaults.spare_until_allocations),
                 loading_run: heap.loading_run.unwrap_or(defaults.loading_run),
                 loading_ahead_bytes: heap.loading_ahead_bytes.unwrap_or(defaults.loading_ahead_bytes),
                 spare_ahead_below_bytes: heap
@@ -246,8 +252,8 @@ fn release_policy(heap: &VirtualHeapFile) -> Result<Arc<dyn ReleasePolicy>> {
     };
     if peak_slack_settings && release != "peak-slack" {
         bail!(
-            "slack, max_ahead_fraction, min_spare_bytes, spare_until_allocated, loading_run, loading_ahead_bytes and \
-             spare_ahead_below_bytes are settings of release = \"peak-slack\""
+            "slack, max_ahead_fraction, min_spare_bytes, spare_until_allocated, spare_until_allocations, loading_run, \
+             loading_ahead_bytes and spare_ahead_below_bytes are settings of release = \"peak-slack\""
         );
     }
     if retain_settings && release != "retain" {
