@@ -8422,6 +8422,145 @@ def mnasnet_train_bf16_small(torch):
     return {"shapes": shapes, "losses": losses}
 
 
+def granite_small_sample_generate(torch):
+    """A small Granite-style decoder through transformers (`GraniteForCausalLM(GraniteConfig(...))`: 6 layers 512 wide,
+    8 heads sharing 4 key-value heads, SwiGLU of 1,536, 49k vocabulary), fp16, `generate` sampling the 50 likeliest
+    tokens for 4 rounds (batch, prompt, new tokens) from (2, 480, 56) to (16, 56, 32). Written in the fortieth
+    session, before it was recorded, in a held-out batch that judges `spare_until_allocations`."""
+    from transformers import GraniteConfig, GraniteForCausalLM
+
+    torch.manual_seed(0)
+    config = GraniteConfig(vocab_size=49155, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                           num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048,
+                           pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    rounds = [(6, 176, 40), (16, 56, 32), (2, 480, 56), (10, 112, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GraniteForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
+
+
+def olmo2_small_greedy_generate(torch):
+    """A small OLMo-2-style decoder through transformers (`Olmo2ForCausalLM(Olmo2Config(...))`: 8 layers 448 wide, 7
+    heads of 64, RMS norms after attention and feed-forward and on queries and keys, SwiGLU of 1,280, 50k
+    vocabulary), fp16, greedy `generate` for 4 rounds (batch, prompt, new tokens) from (3, 384, 48) to (24, 40, 24).
+    Written in the fortieth session, before it was recorded, in a held-out batch that judges
+    `spare_until_allocations`."""
+    from transformers import Olmo2Config, Olmo2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Olmo2Config(vocab_size=50304, hidden_size=448, intermediate_size=1280, num_hidden_layers=8,
+                         num_attention_heads=7, max_position_embeddings=2048, pad_token_id=0, bos_token_id=0,
+                         eos_token_id=0)
+    rounds = [(12, 80, 32), (3, 384, 48), (24, 40, 24), (6, 192, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Olmo2ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def cohere_small_sample_generate(torch):
+    """A small Cohere-style decoder through transformers (`CohereForCausalLM(CohereConfig(...))`: 6 layers 512 wide,
+    8 heads, attention and feed-forward in parallel off one layer norm, SwiGLU of 1,408, logits scaled by 1/16,
+    32k vocabulary), fp16, `generate` sampling with nucleus 0.95 for 4 rounds (batch, prompt, new tokens) from (1,
+    600, 64) to (20, 48, 28). Written in the fortieth session, before it was recorded, in a held-out batch that
+    judges `spare_until_allocations`."""
+    from transformers import CohereConfig, CohereForCausalLM
+
+    torch.manual_seed(0)
+    config = CohereConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                          num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
+                          logit_scale=0.0625, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(8, 120, 40), (1, 600, 64), (20, 48, 28), (4, 256, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, CohereForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.95, pad_token_id=0)
+
+
+def mpt_small_greedy_generate(torch):
+    """A small MPT-style decoder through transformers (`MptForCausalLM(MptConfig(...))`: 6 layers 512 wide, 8 heads
+    with ALiBi position biases instead of position embeddings, feed-forward of 2,048, 50k vocabulary), fp16, greedy
+    `generate` for 4 rounds (batch, prompt, new tokens) from (2, 512, 48) to (16, 64, 32). Written in the fortieth
+    session, before it was recorded, in a held-out batch that judges `spare_until_allocations`."""
+    from transformers import MptConfig, MptForCausalLM
+
+    torch.manual_seed(0)
+    config = MptConfig(d_model=512, n_heads=8, n_layers=6, expansion_ratio=4, vocab_size=50368, max_seq_len=2048,
+                       pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    rounds = [(4, 224, 40), (16, 64, 32), (2, 512, 48), (8, 144, 36)]  # batch, prompt, new tokens
+    return generate_rounds(torch, MptForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def nemotron_small_sample_generate(torch):
+    """A small Nemotron-style decoder through transformers (`NemotronForCausalLM(NemotronConfig(...))`: 6 layers 512
+    wide, 8 heads of 64 sharing 4 key-value heads, rotary positions on half of each head, squared-ReLU feed-forward
+    of 1,536, layer norms with a zero-centred scale, 32k vocabulary), fp16, `generate` sampling the 40 likeliest
+    tokens at temperature 0.8 for 4 rounds (batch, prompt, new tokens) from (2, 448, 60) to (18, 48, 30). Written in
+    the fortieth session, before it was recorded, in a held-out batch that judges `spare_until_allocations`."""
+    from transformers import NemotronConfig, NemotronForCausalLM
+
+    torch.manual_seed(0)
+    config = NemotronConfig(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                            num_attention_heads=8, num_key_value_heads=4, head_dim=64, partial_rotary_factor=0.5,
+                            max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(9, 96, 36), (2, 448, 60), (18, 48, 30), (5, 208, 44)]  # batch, prompt, new tokens
+    return generate_rounds(torch, NemotronForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=40, temperature=0.8, pad_token_id=0)
+
+
+def led_small_greedy_summarize(torch):
+    """A small LED-style (Longformer encoder-decoder) summarizer through transformers
+    (`LEDForConditionalGeneration(LEDConfig(...))`: 4 + 4 layers 384 wide, 6 heads, the encoder attending over
+    windows of 128 tokens, feed-forward 1,536, 50k vocabulary), bf16, greedy `generate` of summaries for 4 rounds
+    (batch, input length, new tokens) from (2, 1,536, 64) to (24, 128, 24), inputs with random padding. Written in
+    the fortieth session, before it was recorded, in a held-out batch that judges `spare_until_allocations`
+    (an encoder-decoder that summarizes, as bart_small_greedy_summarize, which the rule cost its memory goal)."""
+    from transformers import LEDConfig, LEDForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = LEDConfig(vocab_size=50265, d_model=384, encoder_layers=4, decoder_layers=4, encoder_attention_heads=6,
+                       decoder_attention_heads=6, encoder_ffn_dim=1536, decoder_ffn_dim=1536,
+                       max_encoder_position_embeddings=2048, max_decoder_position_embeddings=512,
+                       attention_window=[128] * 4, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                       decoder_start_token_id=2)
+    rounds = [(6, 512, 40), (24, 128, 24), (2, 1536, 64), (12, 256, 32)]  # batch, input length, new tokens
+    return generate_padded_rounds(torch, LEDForConditionalGeneration(config).eval(), rounds, config.vocab_size)
+
+
+def distilbert_small_train_bf16(torch):
+    """A DistilBERT-style classifier through transformers
+    (`DistilBertForSequenceClassification(DistilBertConfig(...))`: 6 layers 384 wide, 6 heads, feed-forward 1,536,
+    30k vocabulary, 3 labels) trained with bf16 autocast (`train_bf16`), AdamW, 15 steps of (batch, tokens) (32,
+    128), (16, 256) and (64, 64) on random ids and labels. Written in the fortieth session, before it was recorded,
+    in a held-out batch that judges `spare_until_allocations` (a small training heap of several thousand
+    allocations)."""
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = DistilBertConfig(vocab_size=30522, dim=384, n_layers=6, n_heads=6, hidden_dim=1536,
+                              max_position_embeddings=512, num_labels=3)
+    steps = [(32, 128), (16, 256), (64, 64)] * 5  # batch, tokens
+
+    def sentences(gen, step):
+        ids = torch.randint(5, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": ids, "labels": torch.randint(0, 3, (step[0],), device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, DistilBertForSequenceClassification(config), steps, sentences,
+                        lambda params: torch.optim.AdamW(params, lr=5e-5))
+    return {"steps": steps, "losses": losses}
+
+
+def googlenet_train_small(torch):
+    """torchvision GoogLeNet (6 M parameters without its auxiliary heads) trained on 100 classes at 96 pixels, fp32,
+    SGD with momentum, 12 steps of 16 to 96 images. Written in the fortieth session, before it was recorded, in a
+    held-out batch that judges `spare_until_allocations` (a small training heap of several thousand allocations)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.googlenet(num_classes=100, aux_logits=False, init_weights=True)
+    steps = [32, 96, 16, 64, 48, 80, 24, 56, 96, 40, 72, 16]
+
+    losses = train_steps(torch, model, lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9), steps,
+                         noise_images(torch, 96, 100))
+    return {"steps": steps, "losses": losses}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -8513,7 +8652,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      vit_l16_half_infer_small, alexnet_half_infer_bigbatch, ssdlite_detect_infer,
                                      qwen3_small_train_bf16, gemma2_small_train_bf16, starcoder2_small_train_bf16,
                                      olmo_small_train_bf16, efficientnet_b2_train_amp, mobilenet_v2_train_amp,
-                                     vgg16_bn_train_amp_small, mnasnet_train_bf16_small)}
+                                     vgg16_bn_train_amp_small, mnasnet_train_bf16_small,
+                                     granite_small_sample_generate, olmo2_small_greedy_generate,
+                                     cohere_small_sample_generate, mpt_small_greedy_generate,
+                                     nemotron_small_sample_generate, led_small_greedy_summarize,
+                                     distilbert_small_train_bf16, googlenet_train_small)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,

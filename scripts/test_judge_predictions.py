@@ -65,6 +65,30 @@ class JudgeTest(unittest.TestCase):
         lines, _ = verdict(default, candidate, max_rise=0.04)
         self.assertIn("3. overheads stay near: holds (risen by more than 0.04: none)", lines)
 
+    def test_a_memory_candidate_is_judged_by_its_overheads(self):
+        default = [row("a", 1.075, 9), row("b", 1.042, 15), row("c", 1.03, 10), row("d", 1.04, 20)]
+        # a gains (lower memory for two operations more), d's overhead falls, c's rises a little: adopted.
+        candidate = [row("a", 1.031, 11), row("b", 1.042, 15), row("c", 1.031, 10), row("d", 1.035, 20)]
+        lines, last = verdict(default, candidate, predictions="memory")
+        self.assertEqual(last, "verdict: adopt")
+        self.assertIn("1. no loss: holds (met 3 → 4 of 4; lost: none; gained: a)", lines)
+        self.assertIn("2. lower overheads: holds (sum 4.187 → 4.139; 2 traces lower, 1 higher)", lines)
+        self.assertIn("3. operations, reported: total 54 → 56; 0 traces with fewer, 1 with more; more: a 9 → 11 "
+                      "(limit 30)", lines)
+        # The same candidate judged for operations fails: it saves none.
+        _, last = verdict(default, candidate)
+        self.assertEqual(last, "verdict: keep the default")
+        # b lost (1.042 → 1.062 ×, as bart_small_greedy_summarize under the rule): kept out, whatever the rest.
+        lost = candidate[:1] + [row("b", 1.062, 23)] + candidate[2:]
+        lines, last = verdict(default, lost, predictions="memory")
+        self.assertEqual(last, "verdict: keep the default")
+        self.assertIn("1. no loss: fails (met 3 → 3 of 4; lost: b; gained: a)", lines)
+        # Overheads that fall on as many traces as they rise, or not in sum, fail prediction 2.
+        even = [row("a", 1.07, 9), row("b", 1.047, 15), row("c", 1.03, 10), row("d", 1.04, 20)]
+        lines, last = verdict(default, even, predictions="memory")
+        self.assertEqual(last, "verdict: keep the default")
+        self.assertIn("2. lower overheads: fails (sum 4.187 → 4.187; 1 traces lower, 1 higher)", lines)
+
     def test_files_that_do_not_pair_up_are_errors(self):
         a, b = row("a", 1.03, 10), row("b", 1.03, 10)
         for default, candidate, expect, says in [
@@ -95,6 +119,18 @@ class CommandLineTest(unittest.TestCase):
         done = self.run_script([row("a", 1.03, 25)], [row("a", 1.03, 20)], "--expect", "a")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(done.stdout.strip().splitlines()[-1], "verdict: adopt")
+
+    def test_the_predictions_are_chosen_by_name(self):
+        default, candidate = [row("a", 1.04, 20)], [row("a", 1.03, 22)]
+        done = self.run_script(default, candidate, "--predictions", "memory")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("2. lower overheads: holds", done.stdout)
+        self.assertEqual(done.stdout.strip().splitlines()[-1], "verdict: adopt")
+        done = self.run_script(default, candidate)
+        self.assertEqual(done.stdout.strip().splitlines()[-1], "verdict: keep the default")
+        done = self.run_script(default, candidate, "--predictions", "speed")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("invalid choice", done.stderr)
 
     def test_an_unexpected_batch_is_an_error_on_stderr(self):
         done = self.run_script([row("a", 1.03, 25)], [row("a", 1.03, 20)], "--expect", "b")
