@@ -83,11 +83,18 @@ class JudgeTest(unittest.TestCase):
         lines, last = verdict(default, lost, predictions="memory")
         self.assertEqual(last, "verdict: keep the default")
         self.assertIn("1. no loss: fails (met 3 → 3 of 4; lost: b; gained: a)", lines)
-        # Overheads that fall on as many traces as they rise, or not in sum, fail prediction 2.
+        # Overheads that fall on as many traces as they rise, or on fewer, or not in sum, fail prediction 2.
         even = [row("a", 1.07, 9), row("b", 1.047, 15), row("c", 1.03, 10), row("d", 1.04, 20)]
         lines, last = verdict(default, even, predictions="memory")
         self.assertEqual(last, "verdict: keep the default")
         self.assertIn("2. lower overheads: fails (sum 4.187 → 4.187; 1 traces lower, 1 higher)", lines)
+        base = [row("a", 1.03, 10), row("b", 1.03, 10), row("c", 1.03, 10)]
+        one_big_fall = [row("a", 1.0, 10), row("b", 1.031, 10), row("c", 1.031, 10)]
+        lines, _ = verdict(base, one_big_fall, predictions="memory")
+        self.assertIn("2. lower overheads: fails (sum 3.090 → 3.062; 1 traces lower, 2 higher)", lines)
+        one_big_rise = [row("a", 1.029, 10), row("b", 1.029, 10), row("c", 1.045, 10)]
+        lines, _ = verdict(base, one_big_rise, predictions="memory")
+        self.assertIn("2. lower overheads: fails (sum 3.090 → 3.103; 2 traces lower, 1 higher)", lines)
 
     def test_files_that_do_not_pair_up_are_errors(self):
         a, b = row("a", 1.03, 10), row("b", 1.03, 10)
