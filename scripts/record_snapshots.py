@@ -8480,8 +8480,9 @@ def mpt_small_greedy_generate(torch):
     from transformers import MptConfig, MptForCausalLM
 
     torch.manual_seed(0)
+    # MptConfig turns the KV cache off by default; `generate` keeps one here, as for the other decoders.
     config = MptConfig(d_model=512, n_heads=8, n_layers=6, expansion_ratio=4, vocab_size=50368, max_seq_len=2048,
-                       pad_token_id=0, bos_token_id=0, eos_token_id=0)
+                       use_cache=True, pad_token_id=0, bos_token_id=0, eos_token_id=0)
     rounds = [(4, 224, 40), (16, 64, 32), (2, 512, 48), (8, 144, 36)]  # batch, prompt, new tokens
     return generate_rounds(torch, MptForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
                            do_sample=False, pad_token_id=0)

@@ -92,6 +92,10 @@ class JudgeTest(unittest.TestCase):
         one_big_fall = [row("a", 1.0, 10), row("b", 1.031, 10), row("c", 1.031, 10)]
         lines, _ = verdict(base, one_big_fall, predictions="memory")
         self.assertIn("2. lower overheads: fails (sum 3.090 → 3.062; 1 traces lower, 2 higher)", lines)
+        # Equal sums but for a float's last bits are equal: 1.03 + 1.04 + 1.03 against 1.02 + 1.03 + 1.05.
+        lines, _ = verdict([row("a", 1.03, 10), row("b", 1.04, 10), row("c", 1.03, 10)],
+                           [row("a", 1.02, 10), row("b", 1.03, 10), row("c", 1.05, 10)], predictions="memory")
+        self.assertIn("2. lower overheads: fails (sum 3.100 → 3.100; 2 traces lower, 1 higher)", lines)
         one_big_rise = [row("a", 1.029, 10), row("b", 1.029, 10), row("c", 1.045, 10)]
         lines, _ = verdict(base, one_big_rise, predictions="memory")
         self.assertIn("2. lower overheads: fails (sum 3.090 → 3.103; 2 traces lower, 1 higher)", lines)

@@ -85,7 +85,7 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
 /// long as `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes, peak committed
 /// so far)`, and new pages are committed ahead by what that budget allows (up to `max_ahead_fraction` of the
 /// committed bytes). The spare applies while the heap is young, until it has handed out `spare_until_allocated`
-/// times its peak live bytes in all: a heap still growing into its working set maps ahead by the spare, and one
+/// times its peak live bytes in all (or made more than `spare_until_allocations` allocations): a heap still growing into its working set maps ahead by the spare, and one
 /// that has cycled through it several times takes a new peak as an excursion, mapping ahead only within the
 /// slack; a mapping for a request of `spare_ahead_below_bytes` or more maps ahead within the slack only. While a
 /// young heap fills up past its peak (a run of allocations without a free: a model's weights arriving),
@@ -107,17 +107,18 @@ pub struct PeakSlack {
     pub min_spare_bytes: u64,
     /// The spare applies until the heap has allocated this many times its peak live bytes in all (freed bytes
     /// included); after that only the slack does, and runs of allocations no longer map ahead past the budget
-    /// (`loading_run`). `f64::INFINITY` keeps both for good.
+    /// (`loading_run`). `f64::INFINITY` keeps both for good (while `spare_until_allocations` does not end them).
     pub spare_until_allocated: f64,
-    /// The spare also ends once the heap has made more than this many allocations (freed ones included;
-    /// `u64::MAX`, the default: never by count). A heap whose peak is mostly long-lived data (a model's weights,
+    /// The spare, and with it the runs' pages ahead (`loading_run`), also ends once the heap has made more than
+    /// this many allocations (freed ones included; `u64::MAX`, the default: never by count). A heap whose peak is mostly long-lived data (a model's weights,
     /// with a generation's small tensors coming and going around them) hands out its peak's worth of bytes
     /// slowly, and stays young by `spare_until_allocated` through thousands of allocations; its spare is then
     /// the empty pages at a late peak. A candidate, not the default: see docs/BENCHMARKS.md ("Fortieth
     /// session") for what it did on the traces of the time and how it is to be judged.
     pub spare_until_allocations: u64,
     /// A mapping for a request that raises the peak live bytes, made after at least this many allocations without
-    /// a free (a model's weights arriving one tensor at a time) while the spare applies (`spare_until_allocated`),
+    /// a free (a model's weights arriving one tensor at a time) while the spare applies (`spare_until_allocated`,
+    /// `spare_until_allocations`),
     /// maps pages ahead past the budget: see `loading_ahead_bytes`. In a heap that has cycled through its working
     /// set, such a run is an excursion (a large transient after a few small ones) as often as a load, and the
     /// pages it mapped ahead were the empty pages at its peak.
@@ -2814,7 +2815,7 @@ mod tests {
             super::HeapState { committed_bytes: 0, live_bytes: 0, peak_committed_bytes: 0, ..state(0, 0) };
         assert_eq!(policy.retained_bytes(&empty), 16 * MIB);
         assert_eq!(forever.retained_bytes(&empty), 16 * MIB);
-        // Ended by count as well, when asked: young up to 5,000 allocations, whatever the bytes.
+        // Ended by count as well, when asked: young up to 5,000 allocations (the bytes permitting, as here).
         let counted = PeakSlack { spare_until_allocations: 5000, ..policy };
         let made = |allocations: u64| super::HeapState { allocations, ..state(100 * MIB, 100 * MIB) };
         assert_eq!(counted.commit_ahead_bytes(&made(5000)), 16 * MIB);
@@ -3144,6 +3145,27 @@ mod tests {
     }
 
     #[test]
+    fn a_heap_counts_for_its_release_policy_every_allocation_it_made() {
+        let (device, memory_type, page) = simulated();
+        let config = VirtualHeapConfig::default().with_growing_series(false);
+        let mut heap = VirtualHeap::new(&device, memory_type, 64 * page, page, &config).unwrap();
+        let first = heap.allocate(&device, page, 1, true).unwrap().unwrap();
+        let small = heap.allocate(&device, 100, 1, true).unwrap().unwrap();
+        heap.free(&device, first.handle, page).unwrap();
+        let again = heap.allocate(&device, page, 1, true).unwrap().unwrap();
+        assert_eq!(heap.state().allocations, 3, "freed ones included, the small region's too");
+        // A request refused (it needs a mapping, and none may be made) is not counted.
+        assert!(heap.allocate(&device, 40 * page, 1, false).unwrap().is_none());
+        assert_eq!(heap.state().allocations, 3);
+        // As a tier, the other tiers' count too.
+        heap.set_outside(super::Outside { allocations: 5, ..super::Outside::default() });
+        assert_eq!(heap.state().allocations, 8);
+        heap.free(&device, small.handle, 100).unwrap();
+        heap.free(&device, again.handle, page).unwrap();
+        heap.destroy(&device);
+    }
+
+    #[test]
     fn random_operations_on_small_heaps_under_failures_keep_the_page_books_right() {
         // Heaps of 12 to 51 pages under four release policies, with and without growing series, a share of the
         // mappings failing (none to 30 %), requests from a few bytes to a quarter of the heap at alignments up to
@@ -3162,6 +3184,10 @@ mod tests {
                     spare_until_allocated: f64::INFINITY,
                     ..PeakSlack::default()
                 }),
+                // The spare ended by count partway through the round (600 operations).
+                3 if round % 8 == 7 => {
+                    Arc::new(PeakSlack { spare_until_allocations: 150, ..PeakSlack::default() })
+                }
                 1 => Arc::new(RetainEmpty { bytes: 4 * page, live_fraction: 0.0 }),
                 2 => Arc::new(ReleaseImmediately),
                 _ => Arc::new(PeakSlack::default()),
