@@ -19,11 +19,12 @@ driver operations:
 save memory at the cost of some operations: 1 as above; 2, lower overheads: the traces' overheads sum to less
 under the candidate, and more traces' overheads fall than rise; 3, operations reported: the total under each and
 the traces with more. Either way the candidate is adopted when 1 and 2 hold, whatever 3 says (it is reported); when
-1 fails it is not, whatever the gains. Prints one markdown row per trace, then a line per prediction (`holds` or `fails`, with the traces or
-counts behind it), and last `verdict: adopt` or `verdict: keep the default`. With `--expect`, the files must hold
-exactly those traces (by name without `.pickle` and what follows), so that a trace missing from a batch, or one
-from an earlier batch, is an error rather than a silent change of what is judged. A refused allocation in either
-file is an error too: its bytes are out of every figure. Exit status 0 when judged, 1 on an error.
+1 fails it is not, whatever the gains. Prints one markdown row per trace, then a line per prediction (`holds` or
+`fails`, with the traces or counts behind it), and last `verdict: adopt` or `verdict: keep the default`. With
+`--expect`, the files must hold exactly those traces (by name without `.pickle` and what follows), so that a trace
+missing from a batch, or one from an earlier batch, is an error rather than a silent change of what is judged. A
+refused allocation in either file is an error too: its bytes are out of every figure. Exit status 0 when judged, 1 on
+an error.
 """
 
 import argparse

@@ -279,7 +279,7 @@ fn config_file_becomes_a_policy() {
     let overhead = |row: &serde_json::Value| row["overhead"].as_f64().unwrap();
     assert!(overhead(&spare) > 1.08 && overhead(&default) < 1.05, "{default} {spare}");
 
-    // `spare_until_allocations` ends the spare after that many allocations as well: t5_tiny_greedy_summarize, a
+    // `spare_until_allocations` ends the spare past that many allocations as well: t5_tiny_greedy_summarize, a
     // 123 MiB heap that is still young by the bytes it has allocated when its live bytes peak, 25,000 events in,
     // keeps 10 MiB of empty pages at that peak with the spare (1.108 × its peak live bytes) and none without it
     // (1.043 ×; docs/BENCHMARKS.md, "Fortieth session").

@@ -81,20 +81,19 @@ pub trait ReleasePolicy: Send + Sync + fmt::Debug {
     }
 }
 
-/// Keeps committed memory within a slack of the highest live bytes seen so far: free pages stay committed as
-/// long as `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes, peak committed
-/// so far)`, and new pages are committed ahead by what that budget allows (up to `max_ahead_fraction` of the
-/// committed bytes). The spare applies while the heap is young, until it has handed out `spare_until_allocated`
-/// times its peak live bytes in all (or made more than `spare_until_allocations` allocations): a heap still growing into its working set maps ahead by the spare, and one
-/// that has cycled through it several times takes a new peak as an excursion, mapping ahead only within the
-/// slack; a mapping for a request of `spare_ahead_below_bytes` or more maps ahead within the slack only. While a
-/// young heap fills up past its peak (a run of allocations without a free: a model's weights arriving),
-/// a mapping maps ahead at least as much as its request, up to `loading_ahead_bytes`, even past the budget. A
-/// workload that returns to earlier peaks (training steps, generation rounds) then reuses its
-/// pages without driver calls, and peak committed stays within the slack of peak live (plus the pages partly
-/// used at allocations' edges). Keeping what the peak committed already held costs no memory the peak has not
-/// shown, and giving a page back costs an unmap at every address it shows at. Online: it uses only what has
-/// happened so far.
+/// Keeps committed memory within a slack of the highest live bytes seen so far: free pages stay committed as long as
+/// `committed <= max((1 + slack) × peak live so far, peak live so far + min_spare_bytes, peak committed so far)`, and
+/// new pages are committed ahead by what that budget allows (up to `max_ahead_fraction` of the committed bytes). The
+/// spare applies while the heap is young, until it has handed out `spare_until_allocated` times its peak live bytes in
+/// all (or made more than `spare_until_allocations` allocations): a heap still growing into its working set maps ahead
+/// by the spare, and one that has cycled through it several times takes a new peak as an excursion, mapping ahead only
+/// within the slack; a mapping for a request of `spare_ahead_below_bytes` or more maps ahead within the slack only.
+/// While a young heap fills up past its peak (a run of allocations without a free: a model's weights arriving), a
+/// mapping maps ahead at least as much as its request, up to `loading_ahead_bytes`, even past the budget. A workload
+/// that returns to earlier peaks (training steps, generation rounds) then reuses its pages without driver calls, and
+/// peak committed stays within the slack of peak live (plus the pages partly used at allocations' edges). Keeping what
+/// the peak committed already held costs no memory the peak has not shown, and giving a page back costs an unmap at
+/// every address it shows at. Online: it uses only what has happened so far.
 #[derive(Debug, Clone, Copy)]
 pub struct PeakSlack {
     /// Allowed committed bytes above the peak live bytes so far, as a fraction (0.04 = 4 %).
@@ -109,19 +108,18 @@ pub struct PeakSlack {
     /// included); after that only the slack does, and runs of allocations no longer map ahead past the budget
     /// (`loading_run`). `f64::INFINITY` keeps both for good (while `spare_until_allocations` does not end them).
     pub spare_until_allocated: f64,
-    /// The spare, and with it the runs' pages ahead (`loading_run`), also ends once the heap has made more than
-    /// this many allocations (freed ones included; `u64::MAX`, the default: never by count). A heap whose peak is mostly long-lived data (a model's weights,
-    /// with a generation's small tensors coming and going around them) hands out its peak's worth of bytes
-    /// slowly, and stays young by `spare_until_allocated` through thousands of allocations; its spare is then
-    /// the empty pages at a late peak. A candidate, not the default: see docs/BENCHMARKS.md ("Fortieth
-    /// session") for what it did on the traces of the time and how it is to be judged.
+    /// The spare, and with it the runs' pages ahead (`loading_run`), also ends once the heap has made more than this
+    /// many allocations (freed ones included; `u64::MAX`, the default: never by count). A heap whose peak is mostly
+    /// long-lived data (a model's weights, with a generation's small tensors coming and going around them) hands out
+    /// its peak's worth of bytes slowly, and stays young by `spare_until_allocated` through thousands of allocations;
+    /// its spare is then the empty pages at a late peak. A candidate, not the default: see docs/BENCHMARKS.md
+    /// ("Fortieth session") for what it did on the traces of the time and how it is to be judged.
     pub spare_until_allocations: u64,
     /// A mapping for a request that raises the peak live bytes, made after at least this many allocations without
     /// a free (a model's weights arriving one tensor at a time) while the spare applies (`spare_until_allocated`,
-    /// `spare_until_allocations`),
-    /// maps pages ahead past the budget: see `loading_ahead_bytes`. In a heap that has cycled through its working
-    /// set, such a run is an excursion (a large transient after a few small ones) as often as a load, and the
-    /// pages it mapped ahead were the empty pages at its peak.
+    /// `spare_until_allocations`), maps pages ahead past the budget: see `loading_ahead_bytes`. In a heap that has
+    /// cycled through its working set, such a run is an excursion (a large transient after a few small ones) as
+    /// often as a load, and the pages it mapped ahead were the empty pages at its peak.
     pub loading_run: u64,
     /// In such a run, a mapping maps at least as many bytes ahead as its request (rounded up to pages), up to this
     /// many, less the empty committed bytes, which it maps ahead first (0: none past the budget). A heap whose
