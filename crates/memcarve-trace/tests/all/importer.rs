@@ -648,6 +648,20 @@ fn thirty_eighth_session_fourth_batch_matches_an_independent_walk_and_the_record
     check_recorded("mnasnet_train_bf16_small.pickle.xz", (10_939, 1_014.9, 1_280.0, 1.261), 74, 3);
 }
 
+/// A held-out batch written in the fortieth session to judge `spare_until_allocations` and recorded there (2026-12-05
+/// 10:27-10:31 UTC, on an H100), unseen by the policy.
+#[test]
+fn fortieth_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("granite_small_sample_generate.pickle.xz", (63_254, 192.2, 218.0, 1.134), 19, 1);
+    check_recorded("olmo2_small_greedy_generate.pickle.xz", (78_390, 203.0, 258.0, 1.271), 27, 1);
+    check_recorded("cohere_small_sample_generate.pickle.xz", (65_110, 155.6, 198.0, 1.272), 24, 1);
+    check_recorded("mpt_small_greedy_generate.pickle.xz", (32_259, 183.8, 208.0, 1.132), 20, 1);
+    check_recorded("nemotron_small_sample_generate.pickle.xz", (50_947, 144.3, 162.0, 1.123), 18, 1);
+    check_recorded("led_small_greedy_summarize.pickle.xz", (31_630, 160.7, 196.0, 1.220), 20, 2);
+    check_recorded("distilbert_small_train_bf16.pickle.xz", (11_641, 763.0, 906.0, 1.187), 81, 3);
+    check_recorded("googlenet_train_small.pickle.xz", (9_437, 976.8, 1_242.0, 1.272), 76, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
