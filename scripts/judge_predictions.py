@@ -59,6 +59,14 @@ def paired(default, candidate, expect=None):
     return [(short(row["name"]), row, other[short(row["name"])]) for row in default]
 
 
+def moved(pairs, field):
+    """The sums of `field` under the default and the candidate, and how many traces it falls and rises on."""
+    total = (sum(base[field] for _, base, _ in pairs), sum(other[field] for _, _, other in pairs))
+    down = sum(1 for _, base, other in pairs if other[field] < base[field])
+    up = sum(1 for _, base, other in pairs if other[field] > base[field])
+    return total, down, up
+
+
 def judge(pairs, max_rise=0.03, predictions="calls"):
     """The lines to print: table, one line per prediction, the verdict (`predictions`: "calls" or "memory", as the
     module's documentation says)."""
@@ -74,14 +82,7 @@ def judge(pairs, max_rise=0.03, predictions="calls"):
         )
     lost = [name for name, base, other in pairs if met(base) and not met(other)]
     gained = [name for name, base, other in pairs if not met(base) and met(other)]
-    total = (sum(base["driver_ops"] for _, base, _ in pairs), sum(other["driver_ops"] for _, _, other in pairs))
-    fewer = sum(1 for _, base, other in pairs if other["driver_ops"] < base["driver_ops"])
-    more = sum(1 for _, base, other in pairs if other["driver_ops"] > base["driver_ops"])
-    risen = [
-        f"{name} {base['overhead']:.3f} → {other['overhead']:.3f}"
-        for name, base, other in pairs
-        if other["overhead"] - base["overhead"] > max_rise
-    ]
+    total, fewer, more = moved(pairs, "driver_ops")
     no_loss = not lost
     lines.append("")
     lines.append(
@@ -91,11 +92,9 @@ def judge(pairs, max_rise=0.03, predictions="calls"):
     )
     ops_counts = f"total {total[0]} → {total[1]}; {fewer} traces with fewer, {more} with more"
     if predictions == "memory":
+        sums, lower, higher = moved(pairs, "overhead")
         # Rounded, so that sums equal but for the last bits of a float are equal.
-        sums = (round(sum(base["overhead"] for _, base, _ in pairs), 9),
-                round(sum(other["overhead"] for _, _, other in pairs), 9))
-        lower = sum(1 for _, base, other in pairs if other["overhead"] < base["overhead"])
-        higher = sum(1 for _, base, other in pairs if other["overhead"] > base["overhead"])
+        sums = (round(sums[0], 9), round(sums[1], 9))
         second = sums[1] < sums[0] and lower > higher
         lines.append(
             f"2. lower overheads: {'holds' if second else 'fails'} (sum {sums[0]:.3f} → {sums[1]:.3f}; "
@@ -107,6 +106,11 @@ def judge(pairs, max_rise=0.03, predictions="calls"):
     else:
         second = total[1] < total[0] and fewer > more
         lines.append(f"2. fewer operations: {'holds' if second else 'fails'} ({ops_counts})")
+        risen = [
+            f"{name} {base['overhead']:.3f} → {other['overhead']:.3f}"
+            for name, base, other in pairs
+            if other["overhead"] - base["overhead"] > max_rise
+        ]
         lines.append(
             f"3. overheads stay near: {'holds' if not risen else 'fails'} (risen by more than {max_rise}: "
             f"{', '.join(risen) or 'none'})"
