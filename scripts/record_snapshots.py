@@ -8562,6 +8562,148 @@ def googlenet_train_small(torch):
     return {"steps": steps, "losses": losses}
 
 
+def biogpt_small_sample_generate(torch):
+    """A small BioGPT-style decoder through transformers (`BioGptForCausalLM(BioGptConfig(...))`: 6 layers 512 wide,
+    8 heads, feed-forward 2,048, learned positions, 42k vocabulary), fp16, `generate` sampling the 50 likeliest
+    tokens for 4 rounds (batch, prompt, new tokens) from (2, 384, 64) to (16, 64, 32). Written in the forty-first
+    session, before it was recorded, in an untargeted held-out batch of the default policy."""
+    from transformers import BioGptConfig, BioGptForCausalLM
+
+    torch.manual_seed(0)
+    config = BioGptConfig(vocab_size=42384, hidden_size=512, num_hidden_layers=6, num_attention_heads=8,
+                          intermediate_size=2048, max_position_embeddings=1024, pad_token_id=1, bos_token_id=0,
+                          eos_token_id=2)
+    rounds = [(8, 128, 48), (2, 384, 64), (16, 64, 32), (4, 256, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, BioGptForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=1)
+
+
+def phi3_small_greedy_generate(torch):
+    """A small Phi-3-style decoder through transformers (`Phi3ForCausalLM(Phi3Config(...))`: 6 layers 768 wide, 12
+    heads sharing 4 key-value heads, fused QKV and gate-up projections of 2,048, 32k vocabulary), fp16, greedy
+    `generate` for 4 rounds (batch, prompt, new tokens) from (1, 512, 64) to (12, 64, 40). Written in the
+    forty-first session, before it was recorded, in an untargeted held-out batch of the default policy."""
+    from transformers import Phi3Config, Phi3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Phi3Config(vocab_size=32064, hidden_size=768, intermediate_size=2048, num_hidden_layers=6,
+                        num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=2048,
+                        pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(4, 200, 48), (12, 64, 40), (1, 512, 64), (8, 128, 32)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Phi3ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def fcos_detect_infer(torch):
+    """torchvision FCOS (ResNet-50 FPN, anchor-free, random weights, no pretrained backbone) inference, fp32, 8
+    batches of 1 to 3 images whose sides vary from 448 to 896 pixels. Written in the forty-first session, before it
+    was recorded, in an untargeted held-out batch of the default policy."""
+    import random
+
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.detection.fcos_resnet50_fpn(weights=None, weights_backbone=None).eval()
+    rng = random.Random(1)
+    batches = [[(rng.randrange(448, 897, 32), rng.randrange(448, 897, 32)) for _ in range(rng.randint(1, 3))]
+               for _ in range(8)]
+    holder = [model]
+    del model
+    return {"batches": batches, "boxes": detect(torch, holder, batches)}
+
+
+def dinov2_small_half_infer(torch):
+    """A DINOv2-Small-sized vision transformer through transformers (`Dinov2Model(Dinov2Config(...))`: 12 layers, 384
+    wide, 6 heads, patches of 14, position embeddings interpolated to every side), moved to the GPU in fp32 and
+    converted there (`infer_converted`), 8 (batch, image side) shapes from (1, 518) to (64, 224), each twice,
+    scored by the pooled features. Written in the forty-first session, before it was recorded, in an untargeted
+    held-out batch of the default policy."""
+    from transformers import Dinov2Config, Dinov2Model
+
+    config = Dinov2Config(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, image_size=518,
+                          patch_size=14)
+    return infer_converted(torch, lambda: Dinov2Model(config),
+                           [(8, 224), (1, 518), (32, 224), (4, 336), (16, 280), (2, 448), (64, 224), (8, 392)],
+                           score=lambda out: float(out.pooler_output.float().abs().mean().item()))
+
+
+def mobilevit_small_train_bf16(torch):
+    """A MobileViT-Small image classifier through transformers
+    (`MobileViTForImageClassification(MobileViTConfig(...))`: convolutions and transformer blocks, 100 classes)
+    trained with bf16 autocast (`train_bf16`), AdamW, 12 steps of (batch, image side) from (8, 320) to (48, 192).
+    Written in the forty-first session, before it was recorded, in an untargeted held-out batch of the default
+    policy."""
+    from transformers import MobileViTConfig, MobileViTForImageClassification
+
+    torch.manual_seed(0)
+    config = MobileViTConfig(image_size=256, num_labels=100)
+    steps = [(32, 256), (16, 256), (48, 192), (8, 320)] * 3  # batch, image side
+
+    def images(gen, step):
+        batch, side = step
+        return {"pixel_values": torch.randn(batch, 3, side, side, device="cuda", generator=gen),
+                "labels": torch.randint(0, 100, (batch,), device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, MobileViTForImageClassification(config), steps, images,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def convbert_small_train_bf16(torch):
+    """A small ConvBERT classifier through transformers (`ConvBertForSequenceClassification(ConvBertConfig(...))`:
+    6 layers 384 wide, 6 heads with span-based dynamic convolutions, feed-forward 1,536, 30k vocabulary, 2 labels)
+    trained with bf16 autocast (`train_bf16`), AdamW, 15 steps of (batch, tokens) (32, 128), (16, 256) and (64,
+    64) on random ids and labels. Written in the forty-first session, before it was recorded, in an untargeted
+    held-out batch of the default policy."""
+    from transformers import ConvBertConfig, ConvBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = ConvBertConfig(vocab_size=30522, hidden_size=384, embedding_size=384, num_hidden_layers=6,
+                            num_attention_heads=6, intermediate_size=1536, max_position_embeddings=512,
+                            num_labels=2)
+    steps = [(32, 128), (16, 256), (64, 64)] * 5  # batch, tokens
+
+    def sentences(gen, step):
+        ids = torch.randint(5, config.vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": ids, "labels": torch.randint(0, 2, (step[0],), device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, ConvBertForSequenceClassification(config), steps, sentences,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def beit_base_half_infer(torch):
+    """A BEiT-Base-sized image classifier through transformers (`BeitForImageClassification(BeitConfig(...))`: 12
+    layers, 768 wide, 12 heads, patches of 16, relative position biases, 1,000 classes, 86 M parameters), moved to
+    the GPU in fp32 and converted there (`infer_converted`), 8 batch sizes from 1 to 96 at 224 pixels, each twice.
+    Written in the forty-first session, before it was recorded, in an untargeted held-out batch of the default
+    policy."""
+    from transformers import BeitConfig, BeitForImageClassification
+
+    config = BeitConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                        image_size=224, patch_size=16, num_labels=1000, use_relative_position_bias=True)
+    return infer_converted(torch, lambda: BeitForImageClassification(config),
+                           [(16, 224), (1, 224), (64, 224), (8, 224), (32, 224), (4, 224), (96, 224), (2, 224)],
+                           score=lambda out: image_score(out.logits))
+
+
+def modernbert_embed_infer(torch):
+    """A small ModernBERT-style encoder through transformers (`ModernBertModel(ModernBertConfig(...))`: 8 layers 512
+    wide, 8 heads, gated feed-forward of 1,024, alternating local and global attention, 50k vocabulary) kept in
+    fp32, under `torch.no_grad()`, 10 batches of (sequences, tokens) from (1, 1024) to (48, 128), padded on the
+    right, scored by the mean of the last hidden states (`encode_padded_fp32`). Written in the forty-first session,
+    before it was recorded, in an untargeted held-out batch of the default policy."""
+    from transformers import ModernBertConfig, ModernBertModel
+
+    torch.manual_seed(0)
+    config = ModernBertConfig(vocab_size=50368, hidden_size=512, intermediate_size=1024, num_hidden_layers=8,
+                              num_attention_heads=8, max_position_embeddings=2048, pad_token_id=0)
+    batches = [(8, 256), (1, 1024), (48, 128), (4, 512), (16, 384), (2, 896), (32, 192), (12, 320), (6, 640),
+               (24, 96)]
+    return encode_padded_fp32(torch, ModernBertModel(config).eval(), batches, 3, config.vocab_size,
+                              lambda ids, mask: ids * mask, summary=lambda out: out.last_hidden_state.mean(1))
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -8657,7 +8799,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      granite_small_sample_generate, olmo2_small_greedy_generate,
                                      cohere_small_sample_generate, mpt_small_greedy_generate,
                                      nemotron_small_sample_generate, led_small_greedy_summarize,
-                                     distilbert_small_train_bf16, googlenet_train_small)}
+                                     distilbert_small_train_bf16, googlenet_train_small,
+                                     biogpt_small_sample_generate, phi3_small_greedy_generate, fcos_detect_infer,
+                                     dinov2_small_half_infer, mobilevit_small_train_bf16,
+                                     convbert_small_train_bf16, beit_base_half_infer, modernbert_embed_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
