@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks a placement log of `memcarve replay --placements FILE` from the log alone, and recounts its figures.
 
-    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds] [--peaks] [--handles]
+    python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds] [--peaks]
+        [--small-below BYTES] [--handles]
 
 It verifies, event by event, that
 - no live allocation overlaps another in addresses;
@@ -22,8 +23,11 @@ with `--json`, the replay's split of its peak committed bytes must agree: the sa
 in all, and no more empty pages than the log shows, since the heap counts the pages of the ranges it placed, longer
 than the requests for a growing series, and may hold a page with nothing on it): the live bytes, the virtual heap's
 physical pages that live allocations use and the bytes free inside them, its empty committed pages, and the
-committed bytes (blocks included). The pages in use at the peak live bytes are a floor under the peak committed
-bytes that no rule for mapping and unmapping pages reaches below with this placement. With `--handles`, a last line
+committed bytes (blocks included); then how many of the pages in use hold only requests under `--small-below`
+bytes (default 64 KiB, the virtual heap's small region's bound) and their live bytes, and, at the peak committed
+bytes, how many pages of `--page-size` it lies above 1.05 times the peak live bytes (issue 7's memory goal). The
+pages in use at the peak live bytes are a floor under the peak committed bytes that no rule for mapping and
+unmapping pages reaches below with this placement. With `--handles`, a last line
 counts the virtual heap's work as CUDA does it, with one physical handle per page (what CUDA requires of this
 heap: `cuMemMap` maps a handle only whole, so a page shown again alone elsewhere, or given back alone, must be a
 handle of its own): the handles created and released, the pages mapped and unmapped, and the driver time that
@@ -39,6 +43,7 @@ import argparse
 import bisect
 import csv
 import json
+import math
 import sys
 
 
@@ -84,8 +89,10 @@ class Violation(Exception):
 
 
 class Checker:
-    def __init__(self, page_size):
+    def __init__(self, page_size, small_below=64 << 10):
         self.page = page_size
+        # Requests under this many bytes are small (`snapshot` counts the pages that hold nothing else).
+        self.small_below = small_below
         # Tiers of the virtual heap opened (`tier` lines): sorted starts and their page sizes. Below the first
         # start, pages are `page_size` bytes.
         self.tier_starts = []
@@ -348,13 +355,18 @@ class Checker:
         """Where the memory is now: live bytes, the virtual heap's physical pages in use, the bytes free in them,
         its empty committed pages, and the committed bytes."""
         used = {}
-        for offset, (end, _, _, block) in self.live.items():
+        # Physical pages that a request of at least `small_below` bytes touches.
+        large = set()
+        for offset, (end, _, size, block) in self.live.items():
             if block is not None:
                 continue
             for page in self.pages_of(offset, end):
                 physical = self.shows[page]
                 used[physical] = used.get(physical, 0) + min(end, page + self.page_at(page)) - max(offset, page)
+                if size >= self.small_below:
+                    large.add(physical)
         used_bytes = sum(self.physical_size[physical] for physical in used)
+        small_only = [physical for physical in used if physical not in large]
         return {
             "line": self.line,
             "live_bytes": self.live_bytes,
@@ -363,6 +375,8 @@ class Checker:
             "empty_pages": len(self.mappings) - len(used),
             "empty_bytes": self.physical_bytes - used_bytes,
             "committed_bytes": self.committed(),
+            "small_only_pages": len(small_only),
+            "small_only_live_bytes": sum(used[physical] for physical in small_only),
         }
 
     def run(self, rows, snapshots_at=()):
@@ -415,6 +429,10 @@ def main():
     parser.add_argument("--kinds", action="store_true", help="also print the driver operations by kind")
     parser.add_argument("--peaks", action="store_true", help="also print where the memory is at the two peaks")
     parser.add_argument(
+        "--small-below", type=int, default=64 << 10,
+        help="with --peaks, requests under this many bytes are small (default 64 KiB, the small region's bound)",
+    )
+    parser.add_argument(
         "--handles", action="store_true", help="also print the work and driver time with one CUDA handle per page"
     )
     args = parser.parse_args()
@@ -449,7 +467,9 @@ def main():
             peaks = [(what, line) for what, line in peaks if line is not None]
             with open(args.log, newline="") as file:
                 # One more pass, as far as the later peak.
-                snapshots = Checker(args.page_size).run(csv.reader(file), {line for _, line in peaks})
+                snapshots = Checker(args.page_size, args.small_below).run(
+                    csv.reader(file), {line for _, line in peaks}
+                )
             peaks = [(what, snapshots[line]) for what, line in peaks]
             at = dict(peaks).get("committed")
             if at and row and row.get("at_peak_live_bytes") is not None:
@@ -486,10 +506,17 @@ def main():
             f"time on the H200"
         )
     for what, at in peaks:
+        over = ""
+        if what == "committed":
+            # Pages of the first tier's size above issue 7's limit: the fewest pages less that would meet it.
+            excess = at["committed_bytes"] - 1.05 * checker.peak_live
+            over = f"; {max(0, math.ceil(excess / args.page_size))} pages over 1.05 x the peak live bytes"
         print(
             f"{args.log}: at the peak {what} bytes (line {at['line']}): {at['live_bytes']} live bytes on "
             f"{at['pages_in_use']} pages in use ({at['free_in_used_pages']} bytes free in them), "
-            f"{at['empty_pages']} empty pages, {at['committed_bytes']} bytes committed"
+            f"{at['empty_pages']} empty pages, {at['committed_bytes']} bytes committed; "
+            f"{at['small_only_pages']} pages hold only requests under {args.small_below} bytes "
+            f"({at['small_only_live_bytes']} live bytes on them){over}"
         )
     return 0
 

@@ -130,6 +130,27 @@ class CheckPlacements(unittest.TestCase):
         code, output = run(lines)
         self.assertNotIn("at the peak", output)
 
+    def test_peaks_count_pages_of_small_requests_alone_and_pages_over_the_limit(self):
+        # The peaks test's log: at the peak committed bytes (line 4) page 0 holds only the 1,000-byte request; at the
+        # peak live bytes (line 7) a whole-page request and a half-page one, neither small. The limit is 1.05 x
+        # 1.5 pages, so 3 pages committed are 2 pages over it.
+        lines = [f"map,,0,{3 * PAGE}", "pages,0,0,3", "alloc,1,0,1000", f"alloc,2,{PAGE},{PAGE}", "free,1,,",
+                 f"alloc,3,{2 * PAGE},{PAGE // 2}", "free,2,,", "free,3,,"]
+        code, output = run(lines, extra=["--peaks"])
+        self.assertEqual(code, 0, output)
+        self.assertIn("bytes committed; 0 pages hold only requests under 65536 bytes (0 live bytes on them)\n",
+                      output)
+        self.assertIn("bytes committed; 1 pages hold only requests under 65536 bytes (1000 live bytes on them); 2 "
+                      "pages over 1.05 x the peak live bytes", output)
+        # A page shared with a large request is not the small requests' alone; --small-below moves the bound.
+        shared = [f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,1000", f"alloc,2,1024,{PAGE // 2}", "free,1,,",
+                  "free,2,,"]
+        code, output = run(shared, extra=["--peaks"])
+        self.assertEqual(code, 0, output)
+        self.assertIn("0 pages hold only requests under 65536 bytes (0 live bytes on them)", output)
+        code, output = run(lines, extra=["--peaks", "--small-below", "1000"])
+        self.assertIn("0 pages hold only requests under 1000 bytes (0 live bytes on them); 2 pages over", output)
+
     def test_figures_that_differ_from_the_replays_fail(self):
         for key in VIRTUAL_FIGURES:
             figures = dict(VIRTUAL_FIGURES, **{key: VIRTUAL_FIGURES[key] + 1})
