@@ -630,17 +630,21 @@ def detection_infer(torch):
     """torchvision Faster R-CNN (ResNet-50 FPN, random weights, no pretrained backbone) inference, fp32, 10 batches
     of 1 to 4 images whose sides vary from 480 to 1024 pixels (every batch has other shapes; the proposals and
     detections vary in number)."""
-    import random
-
     import torchvision
 
     torch.manual_seed(0)
-    model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None).eval()
-    rng = random.Random(0)
-    batches = [[(rng.randrange(480, 1025, 32), rng.randrange(480, 1025, 32)) for _ in range(rng.randint(1, 4))]
-               for _ in range(10)]
-    holder = [model]
-    del model
+    holder = [torchvision.models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=None).eval()]
+    return detect_random_sides(torch, holder, seed=0, count=10, low=480, high=1025, most=4)
+
+
+def detect_random_sides(torch, holder, seed, count, low, high, most):
+    """Runs `detect` on the detector in `holder` over `count` batches of 1 to `most` random images whose sides are
+    drawn from [`low`, `high`) in steps of 32 by `random.Random(seed)`. Returns the batches and the boxes."""
+    import random
+
+    rng = random.Random(seed)
+    batches = [[(rng.randrange(low, high, 32), rng.randrange(low, high, 32)) for _ in range(rng.randint(1, most))]
+               for _ in range(count)]
     return {"batches": batches, "boxes": detect(torch, holder, batches)}
 
 
@@ -6754,18 +6758,11 @@ def retinanet_infer(torch):
     """torchvision RetinaNet (ResNet-50 FPN, random weights, no pretrained backbone) inference, fp32, 8 batches of
     1 to 4 images whose sides vary from 480 to 1024 pixels (anchors and detections vary in number). Recorded in the
     thirty-first session as an unseen trace."""
-    import random
-
     import torchvision
 
     torch.manual_seed(0)
-    model = torchvision.models.detection.retinanet_resnet50_fpn(weights=None, weights_backbone=None).eval()
-    rng = random.Random(1)
-    batches = [[(rng.randrange(480, 1025, 32), rng.randrange(480, 1025, 32)) for _ in range(rng.randint(1, 4))]
-               for _ in range(8)]
-    holder = [model]
-    del model
-    return {"batches": batches, "boxes": detect(torch, holder, batches)}
+    holder = [torchvision.models.detection.retinanet_resnet50_fpn(weights=None, weights_backbone=None).eval()]
+    return detect_random_sides(torch, holder, seed=1, count=8, low=480, high=1025, most=4)
 
 
 def bert_large_mlm_train_mid(torch):
@@ -8536,14 +8533,21 @@ def distilbert_small_train_bf16(torch):
     torch.manual_seed(0)
     config = DistilBertConfig(vocab_size=30522, dim=384, n_layers=6, n_heads=6, hidden_dim=1536,
                               max_position_embeddings=512, num_labels=3)
+    return train_on_random_ids_bf16(torch, lambda: DistilBertForSequenceClassification(config), config.vocab_size, 3,
+                                    5e-5)
+
+
+def train_on_random_ids_bf16(torch, build, vocab_size, labels, lr):
+    """Trains the sequence classifier `build()` makes on the CPU (built here, so that `train_bf16` holds its only
+    reference) with bf16 autocast, AdamW at `lr`, 15 steps of (batch, tokens) (32, 128), (16, 256) and (64, 64) on
+    random ids in [5, `vocab_size`) and random labels below `labels`. Returns the steps and the losses."""
     steps = [(32, 128), (16, 256), (64, 64)] * 5  # batch, tokens
 
     def sentences(gen, step):
-        ids = torch.randint(5, config.vocab_size, step, device="cuda", generator=gen)
-        return {"input_ids": ids, "labels": torch.randint(0, 3, (step[0],), device="cuda", generator=gen)}
+        ids = torch.randint(5, vocab_size, step, device="cuda", generator=gen)
+        return {"input_ids": ids, "labels": torch.randint(0, labels, (step[0],), device="cuda", generator=gen)}
 
-    losses = train_bf16(torch, DistilBertForSequenceClassification(config), steps, sentences,
-                        lambda params: torch.optim.AdamW(params, lr=5e-5))
+    losses = train_bf16(torch, build(), steps, sentences, lambda params: torch.optim.AdamW(params, lr=lr))
     return {"steps": steps, "losses": losses}
 
 
@@ -8598,18 +8602,11 @@ def fcos_detect_infer(torch):
     """torchvision FCOS (ResNet-50 FPN, anchor-free, random weights, no pretrained backbone) inference, fp32, 8
     batches of 1 to 3 images whose sides vary from 448 to 896 pixels. Written in the forty-first session, before it
     was recorded, in an untargeted held-out batch of the default policy."""
-    import random
-
     import torchvision
 
     torch.manual_seed(0)
-    model = torchvision.models.detection.fcos_resnet50_fpn(weights=None, weights_backbone=None).eval()
-    rng = random.Random(1)
-    batches = [[(rng.randrange(448, 897, 32), rng.randrange(448, 897, 32)) for _ in range(rng.randint(1, 3))]
-               for _ in range(8)]
-    holder = [model]
-    del model
-    return {"batches": batches, "boxes": detect(torch, holder, batches)}
+    holder = [torchvision.models.detection.fcos_resnet50_fpn(weights=None, weights_backbone=None).eval()]
+    return detect_random_sides(torch, holder, seed=1, count=8, low=448, high=897, most=3)
 
 
 def dinov2_small_half_infer(torch):
@@ -8661,15 +8658,8 @@ def convbert_small_train_bf16(torch):
     config = ConvBertConfig(vocab_size=30522, hidden_size=384, embedding_size=384, num_hidden_layers=6,
                             num_attention_heads=6, intermediate_size=1536, max_position_embeddings=512,
                             num_labels=2)
-    steps = [(32, 128), (16, 256), (64, 64)] * 5  # batch, tokens
-
-    def sentences(gen, step):
-        ids = torch.randint(5, config.vocab_size, step, device="cuda", generator=gen)
-        return {"input_ids": ids, "labels": torch.randint(0, 2, (step[0],), device="cuda", generator=gen)}
-
-    losses = train_bf16(torch, ConvBertForSequenceClassification(config), steps, sentences,
-                        lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_on_random_ids_bf16(torch, lambda: ConvBertForSequenceClassification(config), config.vocab_size, 2,
+                                    1e-4)
 
 
 def beit_base_half_infer(torch):
