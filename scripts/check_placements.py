@@ -46,6 +46,9 @@ import json
 import math
 import sys
 
+# Requests under this many bytes are small by default: the virtual heap's small region's bound.
+SMALL_BELOW = 64 << 10
+
 
 # Driver time on the H200 (driver 580.159.04, CUDA 13.0), in microseconds, as whole replays of the 197 shipped
 # traces' placement logs paid it (`benches/cuda/driver_replay.c heap`, medians of two runs at 01:35-01:37 UTC on
@@ -89,7 +92,7 @@ class Violation(Exception):
 
 
 class Checker:
-    def __init__(self, page_size, small_below=64 << 10):
+    def __init__(self, page_size, small_below=SMALL_BELOW):
         self.page = page_size
         # Requests under this many bytes are small (`snapshot` counts the pages that hold nothing else).
         self.small_below = small_below
@@ -353,7 +356,8 @@ class Checker:
 
     def snapshot(self):
         """Where the memory is now: live bytes, the virtual heap's physical pages in use, the bytes free in them,
-        its empty committed pages, and the committed bytes."""
+        its empty committed pages, the committed bytes, and the pages in use that only requests under
+        `small_below` bytes touch, with their live bytes."""
         used = {}
         # Physical pages that a request of at least `small_below` bytes touches.
         large = set()
@@ -429,7 +433,7 @@ def main():
     parser.add_argument("--kinds", action="store_true", help="also print the driver operations by kind")
     parser.add_argument("--peaks", action="store_true", help="also print where the memory is at the two peaks")
     parser.add_argument(
-        "--small-below", type=int, default=64 << 10,
+        "--small-below", type=int, default=SMALL_BELOW,
         help="with --peaks, requests under this many bytes are small (default 64 KiB, the small region's bound)",
     )
     parser.add_argument(
