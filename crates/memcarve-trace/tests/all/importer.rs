@@ -662,6 +662,20 @@ fn fortieth_session_batch_matches_an_independent_walk_and_the_recording_script()
     check_recorded("googlenet_train_small.pickle.xz", (9_437, 976.8, 1_242.0, 1.272), 76, 3);
 }
 
+/// An untargeted held-out batch written in the forty-first session (one model family new to the set each) and
+/// recorded in the forty-second (2026-12-05 about 14:42 UTC, on an H100), unseen by the policy.
+#[test]
+fn forty_first_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("biogpt_small_sample_generate.pickle.xz", (37_110, 146.5, 188.0, 1.283), 23, 2);
+    check_recorded("phi3_small_greedy_generate.pickle.xz", (57_763, 226.2, 246.0, 1.087), 17, 1);
+    check_recorded("fcos_detect_infer.pickle.xz", (5_820, 718.9, 1_320.0, 1.836), 31, 0);
+    check_recorded("dinov2_small_half_infer.pickle.xz", (4_700, 262.1, 382.0, 1.457), 29, 2);
+    check_recorded("mobilevit_small_train_bf16.pickle.xz", (23_019, 3_520.1, 3_830.0, 1.088), 137, 3);
+    check_recorded("convbert_small_train_bf16.pickle.xz", (20_411, 1_031.0, 1_126.0, 1.092), 87, 3);
+    check_recorded("beit_base_half_infer.pickle.xz", (5_664, 558.9, 1_034.0, 1.850), 35, 2);
+    check_recorded("modernbert_embed_infer.pickle.xz", (2_925, 371.4, 442.0, 1.190), 22, 1);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
