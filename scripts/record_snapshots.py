@@ -8624,6 +8624,16 @@ def dinov2_small_half_infer(torch):
                            score=lambda out: float(out.pooler_output.float().abs().mean().item()))
 
 
+def labelled_images(torch, classes):
+    """An `inputs` for [`train_bf16`]: a step is (batch, image side) of random images (`pixel_values`) labelled among
+    `classes` classes (`labels`)."""
+    def images(gen, step):
+        batch, side = step
+        return {"pixel_values": torch.randn(batch, 3, side, side, device="cuda", generator=gen),
+                "labels": torch.randint(0, classes, (batch,), device="cuda", generator=gen)}
+    return images
+
+
 def mobilevit_small_train_bf16(torch):
     """A MobileViT-Small image classifier through transformers
     (`MobileViTForImageClassification(MobileViTConfig(...))`: convolutions and transformer blocks, 100 classes)
@@ -8635,13 +8645,7 @@ def mobilevit_small_train_bf16(torch):
     torch.manual_seed(0)
     config = MobileViTConfig(image_size=256, num_labels=100)
     steps = [(32, 256), (16, 256), (48, 192), (8, 320)] * 3  # batch, image side
-
-    def images(gen, step):
-        batch, side = step
-        return {"pixel_values": torch.randn(batch, 3, side, side, device="cuda", generator=gen),
-                "labels": torch.randint(0, 100, (batch,), device="cuda", generator=gen)}
-
-    losses = train_bf16(torch, MobileViTForImageClassification(config), steps, images,
+    losses = train_bf16(torch, MobileViTForImageClassification(config), steps, labelled_images(torch, 100),
                         lambda params: torch.optim.AdamW(params, lr=1e-4))
     return {"steps": steps, "losses": losses}
 
@@ -8693,6 +8697,136 @@ def modernbert_embed_infer(torch):
     return encode_padded_fp32(torch, ModernBertModel(config).eval(), batches, 3, config.vocab_size,
                               lambda ids, mask: ids * mask, summary=lambda out: out.last_hidden_state.mean(1))
 
+
+
+def glm_small_greedy_generate(torch):
+    """A small GLM-style decoder through transformers (`GlmForCausalLM(GlmConfig(...))`: 6 layers 512 wide, 8 heads
+    sharing 2 key-value heads of 64, partly rotary, 32k vocabulary), fp16, greedy `generate` for 4 rounds (batch,
+    prompt, new tokens) from (1, 448, 56) to (12, 64, 32). Written in the forty-second session, before it was
+    recorded, in a second untargeted held-out batch of the default policy."""
+    from transformers import GlmConfig, GlmForCausalLM
+
+    torch.manual_seed(0)
+    config = GlmConfig(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                       num_attention_heads=8, num_key_value_heads=2, head_dim=64, max_position_embeddings=2048,
+                       pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(6, 160, 48), (1, 448, 56), (12, 64, 32), (3, 320, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, GlmForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def qwen2_moe_small_sample_generate(torch):
+    """A small Qwen2-MoE-style decoder through transformers (`Qwen2MoeForCausalLM(Qwen2MoeConfig(...))`: 6 layers
+    512 wide, 8 heads sharing 4 key-value heads, 8 experts of 512 with 2 chosen a token and a shared expert of
+    1,024, 32k vocabulary), fp16, `generate` sampling with nucleus 0.9 for 4 rounds (batch, prompt, new tokens)
+    from (2, 512, 64) to (16, 64, 32). Written in the forty-second session, before it was recorded, in a second
+    untargeted held-out batch of the default policy."""
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2MoeConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=6,
+                            num_attention_heads=8, num_key_value_heads=4, num_experts=8, num_experts_per_tok=2,
+                            moe_intermediate_size=512, shared_expert_intermediate_size=1024,
+                            max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(4, 256, 48), (16, 64, 32), (2, 512, 64), (8, 128, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Qwen2MoeForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.9, pad_token_id=0)
+
+
+def bigbird_embed_infer(torch):
+    """A small BigBird encoder through transformers (`BigBirdModel(BigBirdConfig(...))`: 6 layers 512 wide, 8 heads,
+    block-sparse attention in blocks of 64 with 3 random blocks, 50k vocabulary) kept in fp32, under
+    `torch.no_grad()`, 8 batches of (sequences, tokens) from (1, 4096) to (16, 768), padded on the right
+    (`encode_padded_fp32`). Written in the forty-second session, before it was recorded, in a second untargeted
+    held-out batch of the default policy."""
+    from transformers import BigBirdConfig, BigBirdModel
+
+    torch.manual_seed(0)
+    config = BigBirdConfig(vocab_size=50358, hidden_size=512, num_hidden_layers=6, num_attention_heads=8,
+                           intermediate_size=2048, max_position_embeddings=4096, attention_type="block_sparse",
+                           block_size=64, num_random_blocks=3)
+    batches = [(2, 2048), (8, 1024), (1, 4096), (4, 1536), (16, 768), (2, 3072), (6, 1280), (12, 896)]
+    return encode_padded_fp32(torch, BigBirdModel(config).eval(), batches, 5, config.vocab_size,
+                              lambda ids, mask: ids * mask)
+
+
+def canine_embed_infer(torch):
+    """A small CANINE character encoder through transformers (`CanineModel(CanineConfig(...))`: characters hashed
+    into embeddings, downsampled fourfold by a strided convolution, 6 layers 512 wide, 8 heads, upsampled back) kept
+    in fp32, under `torch.no_grad()`, 8 batches of (sequences, characters) from (1, 4096) to (32, 256) of random
+    code points below 65,536, padded on the right (`encode_padded_fp32`). Written in the forty-second session,
+    before it was recorded, in a second untargeted held-out batch of the default policy."""
+    from transformers import CanineConfig, CanineModel
+
+    torch.manual_seed(0)
+    config = CanineConfig(hidden_size=512, num_hidden_layers=6, num_attention_heads=8, intermediate_size=2048)
+    batches = [(8, 1024), (2, 2048), (32, 256), (4, 1536), (16, 512), (1, 4096), (12, 768), (6, 1280)]
+    return encode_padded_fp32(torch, CanineModel(config).eval(), batches, 32, 65536, lambda ids, mask: ids * mask)
+
+
+def yolos_small_detect_infer(torch):
+    """A YOLOS-Small-sized detector through transformers (`YolosForObjectDetection(YolosConfig(...))`: a plain
+    vision transformer, 12 layers 384 wide, 6 heads, 100 detection tokens, position embeddings interpolated to each
+    image size) kept in fp32, 8 (batch, image side) shapes from (1, 800) to (12, 256) of random fp32 images, each
+    twice (`infer_images`), scored by the class probabilities. Written in the forty-second session, before it was
+    recorded, in a second untargeted held-out batch of the default policy."""
+    from transformers import YolosConfig, YolosForObjectDetection
+
+    torch.manual_seed(0)
+    config = YolosConfig(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536,
+                         image_size=[512, 864], num_detection_tokens=100)
+    shapes = [(1, 512), (4, 384), (2, 640), (8, 320), (1, 800), (6, 448), (3, 576), (12, 256)]
+    checksum = infer_images(torch, YolosForObjectDetection(config), shapes, lambda m: m.cuda().eval(),
+                            lambda out: float(out.logits.float().softmax(-1).max(-1).values.sum().item()),
+                            image_dtype=torch.float32)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def poolformer_s12_train_bf16(torch):
+    """A PoolFormer-S12 image classifier through transformers
+    (`PoolFormerForImageClassification(PoolFormerConfig(...))`: average pooling as the token mixer, stages of 2, 2,
+    6 and 2 blocks from 64 to 512 channels, 100 classes) trained with bf16 autocast (`train_bf16`), AdamW, 12 steps
+    of (batch, image side) from (16, 288) to (64, 160). Written in the forty-second session, before it was
+    recorded, in a second untargeted held-out batch of the default policy."""
+    from transformers import PoolFormerConfig, PoolFormerForImageClassification
+
+    torch.manual_seed(0)
+    config = PoolFormerConfig(num_labels=100)
+    steps = [(32, 224), (64, 160), (16, 288), (48, 192)] * 3  # batch, image side
+    losses = train_bf16(torch, PoolFormerForImageClassification(config), steps, labelled_images(torch, 100),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def squeezebert_train_bf16(torch):
+    """A 6-layer SqueezeBERT classifier through transformers
+    (`SqueezeBertForSequenceClassification(SqueezeBertConfig(...))`: grouped 1-D convolutions in place of the dense
+    layers, 768 wide, 12 heads, 30k vocabulary, 3 labels) trained with bf16 autocast, AdamW, 15 steps of (batch,
+    tokens) (32, 128), (16, 256) and (64, 64) on random ids and labels (`train_on_random_ids_bf16`). Written in the
+    forty-second session, before it was recorded, in a second untargeted held-out batch of the default policy."""
+    from transformers import SqueezeBertConfig, SqueezeBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = SqueezeBertConfig(vocab_size=30528, hidden_size=768, num_hidden_layers=6, num_attention_heads=12,
+                               intermediate_size=3072, num_labels=3)
+    return train_on_random_ids_bf16(torch, lambda: SqueezeBertForSequenceClassification(config), config.vocab_size,
+                                    3, 1e-4)
+
+
+def focalnet_tiny_half_infer(torch):
+    """A FocalNet-Tiny-sized image classifier through transformers
+    (`FocalNetForImageClassification(FocalNetConfig(...))`: focal modulation instead of attention, stages of 2, 2,
+    6 and 2 blocks from 96 channels, 1,000 classes), moved to the GPU in fp32 and converted there
+    (`infer_converted`), 8 (batch, image side) shapes from (1, 224) to (64, 224) and (16, 288), each twice. Written
+    in the forty-second session, before it was recorded, in a second untargeted held-out batch of the default
+    policy."""
+    from transformers import FocalNetConfig, FocalNetForImageClassification
+
+    config = FocalNetConfig(embed_dim=96, depths=[2, 2, 6, 2], focal_levels=[2, 2, 2, 2],
+                            focal_windows=[3, 3, 3, 3], num_labels=1000)
+    return infer_converted(torch, lambda: FocalNetForImageClassification(config),
+                           [(8, 224), (1, 224), (32, 224), (4, 288), (16, 288), (2, 256), (64, 224), (8, 256)],
+                           score=lambda out: image_score(out.logits))
 
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
@@ -8792,7 +8926,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      distilbert_small_train_bf16, googlenet_train_small,
                                      biogpt_small_sample_generate, phi3_small_greedy_generate, fcos_detect_infer,
                                      dinov2_small_half_infer, mobilevit_small_train_bf16,
-                                     convbert_small_train_bf16, beit_base_half_infer, modernbert_embed_infer)}
+                                     convbert_small_train_bf16, beit_base_half_infer, modernbert_embed_infer,
+                                     glm_small_greedy_generate, qwen2_moe_small_sample_generate,
+                                     bigbird_embed_infer, canine_embed_infer, yolos_small_detect_infer,
+                                     poolformer_s12_train_bf16, squeezebert_train_bf16, focalnet_tiny_half_infer)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
