@@ -676,6 +676,21 @@ fn forty_first_session_batch_matches_an_independent_walk_and_the_recording_scrip
     check_recorded("modernbert_embed_infer.pickle.xz", (2_925, 371.4, 442.0, 1.190), 22, 1);
 }
 
+/// A second untargeted held-out batch, written and recorded in the forty-second session (2026-12-05 about 14:56
+/// UTC, on an H100; yolos_small_detect_infer recorded again on the same machine, as its first file did not come
+/// back), unseen by the policy.
+#[test]
+fn forty_second_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("glm_small_greedy_generate.pickle.xz", (59_152, 148.0, 156.0, 1.054), 15, 2);
+    check_recorded("qwen2_moe_small_sample_generate.pickle.xz", (90_577, 257.5, 292.0, 1.134), 34, 2);
+    check_recorded("bigbird_embed_infer.pickle.xz", (5_832, 1_655.0, 2_528.0, 1.527), 47, 2);
+    check_recorded("canine_embed_infer.pickle.xz", (3_804, 1_450.5, 2_666.0, 1.838), 50, 2);
+    check_recorded("yolos_small_detect_infer.pickle.xz", (3_902, 286.9, 390.0, 1.360), 34, 2);
+    check_recorded("focalnet_tiny_half_infer.pickle.xz", (7_316, 546.6, 926.0, 1.694), 30, 2);
+    check_recorded("poolformer_s12_train_bf16.pickle.xz", (12_345, 1_538.7, 2_054.0, 1.335), 91, 3);
+    check_recorded("squeezebert_train_bf16.pickle.xz", (15_124, 1_858.3, 2_142.0, 1.153), 100, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
