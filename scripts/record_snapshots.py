@@ -8828,6 +8828,134 @@ def focalnet_tiny_half_infer(torch):
                            [(8, 224), (1, 224), (32, 224), (4, 288), (16, 288), (2, 256), (64, 224), (8, 256)],
                            score=lambda out: image_score(out.logits))
 
+
+def olmoe_small_sample_generate(torch):
+    """A small OLMoE-style decoder through transformers (`OlmoeForCausalLM(OlmoeConfig(...))`: 6 layers 512 wide, 8
+    heads, 16 experts of 256 with 4 chosen a token, 32k vocabulary), fp16, `generate` sampling the 40 likeliest
+    tokens for 4 rounds (batch, prompt, new tokens) from (2, 448, 56) to (16, 64, 32). Written in the forty-second
+    session, before it was recorded, in a third untargeted held-out batch of the default policy."""
+    from transformers import OlmoeConfig, OlmoeForCausalLM
+
+    torch.manual_seed(0)
+    config = OlmoeConfig(vocab_size=32000, hidden_size=512, intermediate_size=256, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=8, num_experts=16, num_experts_per_tok=4,
+                         max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(8, 128, 40), (2, 448, 56), (16, 64, 32), (4, 256, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, OlmoeForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=40, pad_token_id=0)
+
+
+def longt5_small_greedy_summarize(torch):
+    """A small LongT5 encoder-decoder through transformers (`LongT5ForConditionalGeneration(LongT5Config(...))`: 6 +
+    6 layers 512 wide, transient-global attention in the encoder over windows of 127, 32k vocabulary), bf16, greedy
+    `generate` of summaries for 4 rounds (batch, input length, new tokens) from (1, 4096, 48) to (16, 512, 24),
+    inputs with random padding (`generate_padded_rounds`). Written in the forty-second session, before it was
+    recorded, in a third untargeted held-out batch of the default policy."""
+    from transformers import LongT5Config, LongT5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = LongT5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=1024, num_layers=6, num_decoder_layers=6,
+                          num_heads=8, encoder_attention_type="transient-global", local_radius=127,
+                          global_block_size=16, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    rounds = [(4, 2048, 32), (1, 4096, 48), (16, 512, 24), (2, 3072, 40)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, LongT5ForConditionalGeneration(config).eval(), rounds,
+                                               config.vocab_size, num_beams=1, do_sample=False)
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def switch_small_greedy_translate(torch):
+    """A small Switch Transformer encoder-decoder through transformers
+    (`SwitchTransformersForConditionalGeneration(SwitchTransformersConfig(...))`: 6 + 6 layers 512 wide, every other
+    feed-forward a mixture of 8 experts with one chosen a token, 32k vocabulary), bf16, greedy `generate` for 4
+    rounds (batch, input length, new tokens) from (2, 512, 48) to (32, 64, 24), inputs with random padding
+    (`generate_padded_rounds`). Written in the forty-second session, before it was recorded, in a third untargeted
+    held-out batch of the default policy."""
+    from transformers import SwitchTransformersConfig, SwitchTransformersForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = SwitchTransformersConfig(vocab_size=32128, d_model=512, d_kv=64, d_ff=1024, expert_capacity=64,
+                                      num_layers=6, num_decoder_layers=6, num_heads=8, num_experts=8,
+                                      num_sparse_encoder_layers=3, num_sparse_decoder_layers=3,
+                                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    rounds = [(8, 256, 32), (2, 512, 48), (32, 64, 24), (4, 384, 32)]  # batch, input length, new tokens
+    shapes, token_sum = generate_padded_rounds(torch, SwitchTransformersForConditionalGeneration(config).eval(),
+                                               rounds, config.vocab_size, num_beams=1, do_sample=False)
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum}
+
+
+def glpn_depth_half_infer(torch):
+    """A GLPN depth estimator through transformers (`GLPNForDepthEstimation(GLPNConfig())`: a hierarchical
+    transformer encoder and a light decoder to a depth map at full resolution), moved to the GPU in fp32 and
+    converted there (`infer_converted`), 8 (batch, image side) shapes from (1, 480) to (32, 224), each twice, scored
+    by the mean depth. Written in the forty-second session, before it was recorded, in a third untargeted held-out
+    batch of the default policy."""
+    from transformers import GLPNConfig, GLPNForDepthEstimation
+
+    return infer_converted(torch, lambda: GLPNForDepthEstimation(GLPNConfig()),
+                           [(8, 320), (1, 480), (32, 224), (4, 384), (16, 256), (2, 448), (12, 288), (6, 352)],
+                           score=lambda out: float(out.predicted_depth.float().mean().item()))
+
+
+def swin2sr_half_infer(torch):
+    """A Swin2SR image super-resolution network through transformers
+    (`Swin2SRForImageSuperResolution(Swin2SRConfig(...))`: shifted-window transformer blocks at full resolution, 4
+    stages of 4 blocks 96 wide, a pixel-shuffle upscaler of 2), moved to the GPU in fp32 and converted there
+    (`infer_converted`), 8 (batch, image side) shapes from (1, 256) to (16, 64), each twice, scored by the mean of
+    the upscaled image. Written in the forty-second session, before it was recorded, in a third untargeted held-out
+    batch of the default policy."""
+    from transformers import Swin2SRConfig, Swin2SRForImageSuperResolution
+
+    config = Swin2SRConfig(embed_dim=96, depths=[4, 4, 4, 4], num_heads=[4, 4, 4, 4], window_size=8, upscale=2,
+                           upsampler="pixelshuffle")
+    return infer_converted(torch, lambda: Swin2SRForImageSuperResolution(config),
+                           [(4, 128), (1, 256), (16, 64), (2, 192), (8, 96), (1, 224), (6, 112), (3, 160)],
+                           score=lambda out: float(out.reconstruction.float().mean().item()))
+
+
+def pvt_v2_half_infer(torch):
+    """A PVTv2-B1-sized image classifier through transformers (`PvtV2ForImageClassification(PvtV2Config(...))`: a
+    pyramid of 4 stages of 2 blocks, 64 to 512 channels, attention over spatially reduced keys, 1,000 classes),
+    moved to the GPU in fp32 and converted there (`infer_converted`), 8 (batch, image side) shapes from (1, 224) to
+    (64, 224) and (16, 288), each twice. Written in the forty-second session, before it was recorded, in a third
+    untargeted held-out batch of the default policy."""
+    from transformers import PvtV2Config, PvtV2ForImageClassification
+
+    config = PvtV2Config(hidden_sizes=[64, 128, 320, 512], depths=[2, 2, 2, 2], num_labels=1000)
+    return infer_converted(torch, lambda: PvtV2ForImageClassification(config),
+                           [(8, 224), (1, 224), (32, 224), (4, 288), (16, 288), (2, 256), (64, 224), (8, 256)],
+                           score=lambda out: image_score(out.logits))
+
+
+def cvt_13_train_bf16(torch):
+    """A CvT-13 image classifier through transformers (`CvtForImageClassification(CvtConfig(...))`: convolutional
+    token embeddings and projections in 3 stages, 100 classes) trained with bf16 autocast (`train_bf16`), AdamW, 12
+    steps of (batch, image side) from (16, 288) to (64, 160). Written in the forty-second session, before it was
+    recorded, in a third untargeted held-out batch of the default policy."""
+    from transformers import CvtConfig, CvtForImageClassification
+
+    torch.manual_seed(0)
+    config = CvtConfig(num_labels=100)
+    steps = [(32, 224), (64, 160), (16, 288), (48, 192)] * 3  # batch, image side
+    losses = train_bf16(torch, CvtForImageClassification(config), steps, labelled_images(torch, 100),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def rembert_train_bf16(torch):
+    """A small RemBERT classifier through transformers (`RemBertForSequenceClassification(RemBertConfig(...))`:
+    decoupled input embeddings of 256 projected to 512, 6 layers 512 wide, 8 heads, 32k vocabulary, 3 labels)
+    trained with bf16 autocast, AdamW, 15 steps of (batch, tokens) (32, 128), (16, 256) and (64, 64) on random ids
+    and labels (`train_on_random_ids_bf16`). Written in the forty-second session, before it was recorded, in a third
+    untargeted held-out batch of the default policy."""
+    from transformers import RemBertConfig, RemBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = RemBertConfig(vocab_size=32000, hidden_size=512, num_hidden_layers=6, num_attention_heads=8,
+                           input_embedding_size=256, output_embedding_size=512, intermediate_size=2048,
+                           num_labels=3, pad_token_id=0)
+    return train_on_random_ids_bf16(torch, lambda: RemBertForSequenceClassification(config), config.vocab_size, 3,
+                                    1e-4)
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -8929,7 +9057,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      convbert_small_train_bf16, beit_base_half_infer, modernbert_embed_infer,
                                      glm_small_greedy_generate, qwen2_moe_small_sample_generate,
                                      bigbird_embed_infer, canine_embed_infer, yolos_small_detect_infer,
-                                     poolformer_s12_train_bf16, squeezebert_train_bf16, focalnet_tiny_half_infer)}
+                                     poolformer_s12_train_bf16, squeezebert_train_bf16, focalnet_tiny_half_infer,
+                                     olmoe_small_sample_generate, longt5_small_greedy_summarize,
+                                     switch_small_greedy_translate, glpn_depth_half_infer, swin2sr_half_infer,
+                                     pvt_v2_half_infer, cvt_13_train_bf16, rembert_train_bf16)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
