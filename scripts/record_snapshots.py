@@ -8634,6 +8634,16 @@ def labelled_images(torch, classes):
     return images
 
 
+
+def train_images_bf16(torch, build, classes):
+    """Trains the image classifier `build()` makes on the CPU (built here, so that `train_bf16` holds its only
+    reference) with bf16 autocast, AdamW at 1e-4, 12 steps of (batch, image side) from (16, 288) to (64, 160) on
+    random images labelled among `classes` classes (`labelled_images`). Returns the steps and the losses."""
+    steps = [(32, 224), (64, 160), (16, 288), (48, 192)] * 3  # batch, image side
+    losses = train_bf16(torch, build(), steps, labelled_images(torch, classes),
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
 def mobilevit_small_train_bf16(torch):
     """A MobileViT-Small image classifier through transformers
     (`MobileViTForImageClassification(MobileViTConfig(...))`: convolutions and transformer blocks, 100 classes)
@@ -8792,10 +8802,7 @@ def poolformer_s12_train_bf16(torch):
 
     torch.manual_seed(0)
     config = PoolFormerConfig(num_labels=100)
-    steps = [(32, 224), (64, 160), (16, 288), (48, 192)] * 3  # batch, image side
-    losses = train_bf16(torch, PoolFormerForImageClassification(config), steps, labelled_images(torch, 100),
-                        lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_images_bf16(torch, lambda: PoolFormerForImageClassification(config), 100)
 
 
 def squeezebert_train_bf16(torch):
@@ -8935,10 +8942,7 @@ def cvt_13_train_bf16(torch):
 
     torch.manual_seed(0)
     config = CvtConfig(num_labels=100)
-    steps = [(32, 224), (64, 160), (16, 288), (48, 192)] * 3  # batch, image side
-    losses = train_bf16(torch, CvtForImageClassification(config), steps, labelled_images(torch, 100),
-                        lambda params: torch.optim.AdamW(params, lr=1e-4))
-    return {"steps": steps, "losses": losses}
+    return train_images_bf16(torch, lambda: CvtForImageClassification(config), 100)
 
 
 def rembert_train_bf16(torch):
