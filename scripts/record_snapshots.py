@@ -8634,7 +8634,6 @@ def labelled_images(torch, classes):
     return images
 
 
-
 def train_images_bf16(torch, build, classes):
     """Trains the image classifier `build()` makes on the CPU (built here, so that `train_bf16` holds its only
     reference) with bf16 autocast, AdamW at 1e-4, 12 steps of (batch, image side) from (16, 288) to (64, 160) on
@@ -8706,7 +8705,6 @@ def modernbert_embed_infer(torch):
                (24, 96)]
     return encode_padded_fp32(torch, ModernBertModel(config).eval(), batches, 3, config.vocab_size,
                               lambda ids, mask: ids * mask, summary=lambda out: out.last_hidden_state.mean(1))
-
 
 
 def glm_small_greedy_generate(torch):
