@@ -8958,6 +8958,132 @@ def rembert_train_bf16(torch):
     return train_on_random_ids_bf16(torch, lambda: RemBertForSequenceClassification(config), config.vocab_size, 3,
                                     1e-4)
 
+
+def convnextv2_tiny_train_bf16(torch):
+    """A ConvNeXt-V2-Tiny image classifier through transformers
+    (`ConvNextV2ForImageClassification(ConvNextV2Config(...))`: stages of 3, 3, 9 and 3 blocks from 96 channels
+    with global response normalization, 100 classes) trained with bf16 autocast (`train_bf16`), AdamW, 12 steps of
+    (batch, image side) from (16, 288) to (64, 160). Written in the forty-third session, before it was recorded, in
+    a fourth untargeted held-out batch of the default policy."""
+    from transformers import ConvNextV2Config, ConvNextV2ForImageClassification
+
+    torch.manual_seed(0)
+    config = ConvNextV2Config(num_labels=100)
+    return train_images_bf16(torch, lambda: ConvNextV2ForImageClassification(config), 100)
+
+
+def levit_128s_half_infer(torch):
+    """A LeViT-128S image classifier through transformers (`LevitForImageClassification(LevitConfig())`: a
+    convolutional stem, then attention stages of 128, 256 and 384 channels with attention biases learned for 224
+    pixels, 1,000 classes), moved to the GPU in fp32 and converted there (`infer_converted`), 8 batches from 1 to
+    128 images of 224 pixels (the only side its biases fit), each twice. Written in the forty-third session, before
+    it was recorded, in a fourth untargeted held-out batch of the default policy."""
+    from transformers import LevitConfig, LevitForImageClassification
+
+    config = LevitConfig(num_labels=1000)
+    return infer_converted(torch, lambda: LevitForImageClassification(config),
+                           [(8, 224), (1, 224), (64, 224), (16, 224), (128, 224), (4, 224), (32, 224), (2, 224)],
+                           score=lambda out: image_score(out.logits))
+
+
+def dpt_small_depth_half_infer(torch):
+    """A DPT depth estimator with a ViT-Small-sized backbone through transformers
+    (`DPTForDepthEstimation(DPTConfig(...))`: 12 layers 384 wide, 6 heads, patches of 16, features reassembled from
+    layers 3, 6, 9 and 12 and fused at four scales), moved to the GPU in fp32 and converted there
+    (`infer_converted`), 8 (batch, image side) shapes from (1, 640) to (16, 256), each twice, scored by the mean
+    predicted depth. Written in the forty-third session, before it was recorded, in a fourth untargeted held-out
+    batch of the default policy."""
+    from transformers import DPTConfig, DPTForDepthEstimation
+
+    config = DPTConfig(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536,
+                       image_size=384, patch_size=16, backbone_out_indices=[2, 5, 8, 11],
+                       neck_hidden_sizes=[48, 96, 192, 384], fusion_hidden_size=128)
+    return infer_converted(torch, lambda: DPTForDepthEstimation(config),
+                           [(4, 384), (1, 640), (16, 256), (2, 512), (8, 320), (1, 448), (12, 288), (4, 416)],
+                           score=lambda out: float(out.predicted_depth.float().mean().item()))
+
+
+def xlnet_embed_infer(torch):
+    """A small XLNet encoder through transformers (`XLNetModel(XLNetConfig(...))`: 6 layers 512 wide, 8 heads,
+    relative positions, 32k vocabulary, the hidden states kept as memories) in fp32, under `torch.no_grad()`, 10
+    batches of (sequences, tokens) from (1, 1024) to (48, 96), padded on the right, scored by the mean of the last
+    hidden states (`encode_padded_fp32`). Written in the forty-third session, before it was recorded, in a fourth
+    untargeted held-out batch of the default policy."""
+    from transformers import XLNetConfig, XLNetModel
+
+    torch.manual_seed(0)
+    config = XLNetConfig(vocab_size=32000, d_model=512, n_layer=6, n_head=8, d_inner=2048, pad_token_id=5)
+    batches = [(8, 256), (1, 1024), (48, 96), (4, 512), (16, 320), (2, 768), (32, 128), (12, 384), (6, 640),
+               (24, 192)]
+    return encode_padded_fp32(torch, XLNetModel(config).eval(), batches, 6, config.vocab_size,
+                              lambda ids, mask: ids * mask + 5 * (1 - mask),
+                              summary=lambda out: out.last_hidden_state.mean(1))
+
+
+def encodec_24khz_infer(torch):
+    """The EnCodec 24 kHz audio codec through transformers (`EncodecModel(EncodecConfig())`: a convolutional
+    encoder and decoder with LSTMs, residual vector quantization at 6 kbps, random weights) in fp32, under
+    `torch.no_grad()`, encoding and decoding 7 batches of mono waveforms (batch, seconds) from (1, 10) to (16, 1),
+    scored by the mean absolute output. Written in the forty-third session, before it was recorded, in a fourth
+    untargeted held-out batch of the default policy."""
+    from transformers import EncodecConfig, EncodecModel
+
+    torch.manual_seed(0)
+    model = EncodecModel(EncodecConfig()).eval()
+    rate = model.config.sampling_rate
+    batches = [(4, 2), (1, 10), (16, 1), (2, 6), (8, 3), (1, 7), (6, 2)]  # waveforms, seconds
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch, seconds in batches:
+            audio = 0.1 * torch.randn(batch, 1, seconds * rate, device="cuda", generator=gen)
+            out = model(input_values=audio)
+            checksum += float(out.audio_values.abs().mean().item())
+            del audio, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def patchtst_forecast_train_bf16(torch):
+    """A PatchTST forecaster through transformers (`PatchTSTForPrediction(PatchTSTConfig(...))`: 21 channels, a
+    context of 512 steps in patches of 16 every 8, 3 layers 128 wide, 8 heads, 96 steps predicted, mean squared
+    error) trained with bf16 autocast (`train_bf16`), AdamW, 12 steps of batches of 32 to 128 random series.
+    Written in the forty-third session, before it was recorded, in a fourth untargeted held-out batch of the
+    default policy."""
+    from transformers import PatchTSTConfig, PatchTSTForPrediction
+
+    torch.manual_seed(0)
+    config = PatchTSTConfig(num_input_channels=21, context_length=512, prediction_length=96, patch_length=16,
+                            patch_stride=8, d_model=128, num_attention_heads=8, num_hidden_layers=3, ffn_dim=512)
+    steps = [64, 128, 32, 96] * 3  # series in a batch
+
+    def series(gen, batch):
+        return {"past_values": torch.randn(batch, config.context_length, 21, device="cuda", generator=gen),
+                "future_values": torch.randn(batch, config.prediction_length, 21, device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, PatchTSTForPrediction(config), steps, series,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def gemma3_small_greedy_generate(torch):
+    """A small Gemma-3-style decoder through transformers (`Gemma3ForCausalLM(Gemma3TextConfig(...))`: 6 layers 512
+    wide, 8 heads sharing 2 key-value heads of 64, sliding-window layers of 128 tokens between global ones, 32k
+    vocabulary), fp16, greedy `generate` for 4 rounds (batch, prompt, new tokens) from (1, 512, 64) to (16, 64,
+    32). Written in the forty-third session, before it was recorded, in a fourth untargeted held-out batch of the
+    default policy."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                              num_attention_heads=8, num_key_value_heads=2, head_dim=64, sliding_window=128,
+                              max_position_embeddings=2048, pad_token_id=0, bos_token_id=2, eos_token_id=1)
+    rounds = [(4, 256, 48), (1, 512, 64), (16, 64, 32), (8, 160, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Gemma3ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -9062,7 +9188,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      poolformer_s12_train_bf16, squeezebert_train_bf16, focalnet_tiny_half_infer,
                                      olmoe_small_sample_generate, longt5_small_greedy_summarize,
                                      switch_small_greedy_translate, glpn_depth_half_infer, swin2sr_half_infer,
-                                     pvt_v2_half_infer, cvt_13_train_bf16, rembert_train_bf16)}
+                                     pvt_v2_half_infer, cvt_13_train_bf16, rembert_train_bf16,
+                                     convnextv2_tiny_train_bf16, levit_128s_half_infer, dpt_small_depth_half_infer,
+                                     xlnet_embed_infer, encodec_24khz_infer, patchtst_forecast_train_bf16,
+                                     gemma3_small_greedy_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
