@@ -2320,7 +2320,7 @@ impl<D: Device> Drop for Allocator<D> {
             }
         }
         // Teardown holds `&mut self`, so it reads every slot without locking it: a lock and an unlock for each of
-        // the custom pools' 64 slots, the pools and the heaps were a tenth of a short replay's time (perf).
+        // the custom pools' 64 slots, the pools and the heaps were most of a drop's time (perf).
         let mut blocks: Vec<(D::Block, Option<Mapping>, u32, u64)> = Vec::new();
         for pool in &mut self.pools {
             let pool = unlocked(pool);
