@@ -708,6 +708,21 @@ fn forty_second_session_third_batch_matches_an_independent_walk() {
     check_recorded("cvt_13_train_bf16.pickle.xz", (34_593, 2_933.2, 5_390.0, 1.838), 180, 3);
 }
 
+/// A fourth untargeted held-out batch, written and pre-registered in the forty-third session and recorded in the
+/// forty-fourth (2026-12-06 03:59-04:02 UTC, one device call on an H100), unseen by the policy: the figures are the
+/// recording script's, printed on the device.
+#[test]
+fn forty_third_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("convnextv2_tiny_train_bf16.pickle.xz", (22_158, 4_201.6, 6_108.0, 1.454), 109, 3);
+    check_recorded("patchtst_forecast_train_bf16.pickle.xz", (5_212, 3_003.2, 3_914.0, 1.303), 78, 3);
+    check_recorded("levit_128s_half_infer.pickle.xz", (7_963, 236.5, 346.0, 1.463), 23, 2);
+    check_recorded("dpt_small_depth_half_infer.pickle.xz", (6_210, 411.6, 566.0, 1.375), 36, 2);
+    check_recorded("xlnet_embed_infer.pickle.xz", (2_379, 577.6, 888.0, 1.537), 37, 2);
+    check_recorded("encodec_24khz_infer.pickle.xz", (5_131, 477.3, 982.0, 2.057), 40, 1);
+    check_recorded("gemma3_small_greedy_generate.pickle.xz", (116_759, 118.6, 144.0, 1.214), 15, 1);
+    check_recorded("rembert_train_bf16.pickle.xz", (13_105, 1_241.0, 1_374.0, 1.107), 123, 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
