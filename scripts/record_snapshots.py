@@ -9084,6 +9084,170 @@ def gemma3_small_greedy_generate(torch):
     return generate_rounds(torch, Gemma3ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
                            do_sample=False, pad_token_id=0)
 
+
+def swiftformer_xs_train_bf16(torch):
+    """A SwiftFormer-XS image classifier through transformers
+    (`SwiftFormerForImageClassification(SwiftFormerConfig(...))`: convolutional stages of 3, 3, 6 and 4 blocks from 48
+    to 220 channels, each ending in an efficient additive attention block, BatchNorm, a classifier and a
+    distillation head over 100 classes) trained with bf16 autocast (`train_bf16`), AdamW, 12 steps of (batch, image
+    side) from (16, 288) to (64, 160). Written in the forty-fifth session, before it was recorded, in a fifth
+    untargeted held-out batch of the default policy."""
+    from transformers import SwiftFormerConfig, SwiftFormerForImageClassification
+
+    torch.manual_seed(0)
+    config = SwiftFormerConfig(num_labels=100)
+    return train_images_bf16(torch, lambda: SwiftFormerForImageClassification(config), 100)
+
+
+def speech2text_small_train_bf16(torch):
+    """A Speech2Text-small speech recognizer through transformers
+    (`Speech2TextForConditionalGeneration(Speech2TextConfig())`: two strided 1-D convolutions over 80 filterbank
+    features, a 12-layer encoder and a 6-layer decoder 256 wide, 4 heads, 10k vocabulary) trained with teacher
+    forcing and bf16 autocast (`train_bf16`), AdamW, 12 steps of (clips, frames, target tokens) from (48, 400, 24)
+    to (8, 2400, 112) on random features and labels. Written in the forty-fifth session, before it was recorded, in
+    a fifth untargeted held-out batch of the default policy."""
+    from transformers import Speech2TextConfig, Speech2TextForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = Speech2TextConfig()
+    steps = [(16, 1200, 64), (48, 400, 24), (8, 2400, 112), (24, 800, 48)] * 3  # clips, frames, target tokens
+
+    def utterances(gen, step):
+        clips, frames, tokens = step
+        return {"input_features": torch.randn(clips, frames, config.input_feat_per_channel, device="cuda",
+                                              generator=gen),
+                "labels": torch.randint(3, config.vocab_size, (clips, tokens), device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, Speech2TextForConditionalGeneration(config), steps, utterances,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def hiera_tiny_half_infer(torch):
+    """A Hiera-Tiny image classifier through transformers (`HieraForImageClassification(HieraConfig(...))`: a
+    hierarchical vision transformer of 1, 2, 7 and 2 blocks from 96 channels, mask-unit attention in the first two
+    stages, query pooling between stages, position embeddings for 224 pixels, 1,000 classes), moved to the GPU in
+    fp32 and converted there (`infer_converted`), 8 batches from 1 to 128 images of 224 pixels, each twice. Written
+    in the forty-fifth session, before it was recorded, in a fifth untargeted held-out batch of the default
+    policy."""
+    from transformers import HieraConfig, HieraForImageClassification
+
+    config = HieraConfig(depths=[1, 2, 7, 2], num_labels=1000)
+    return infer_converted(torch, lambda: HieraForImageClassification(config),
+                           [(16, 224), (2, 224), (96, 224), (8, 224), (48, 224), (1, 224), (128, 224), (24, 224)],
+                           score=lambda out: image_score(out.logits))
+
+
+def hgnetv2_b4_half_infer(torch):
+    """An HGNet-V2-B4 image classifier through transformers
+    (`HGNetV2ForImageClassification(HGNetV2Config(...))`: a stem of five convolutions, 4 stages of densely
+    aggregated convolution blocks to 2,048 channels, light depthwise blocks in the last two, 1,000 classes), moved to
+    the GPU in fp32 and converted there (`infer_converted`), 8 (batch, image side) shapes from (1, 448) to (64,
+    192), each twice. Written in the forty-fifth session, before it was recorded, in a fifth untargeted held-out
+    batch of the default policy."""
+    from transformers import HGNetV2Config, HGNetV2ForImageClassification
+
+    config = HGNetV2Config(num_labels=1000)
+    return infer_converted(torch, lambda: HGNetV2ForImageClassification(config),
+                           [(8, 224), (1, 448), (32, 224), (4, 352), (16, 256), (2, 384), (64, 192), (8, 288)],
+                           score=lambda out: image_score(out.logits))
+
+
+def fnet_base_embed_infer(torch):
+    """An FNet-base encoder through transformers (`FNetModel(FNetConfig())`: 12 layers 768 wide whose token mixing
+    is a 2-D FFT over the sequence and hidden dimensions (`torch.fft.fftn`, real part), 32k vocabulary, a pooler),
+    in fp32, under `torch.no_grad()`, 10 batches of (sequences, tokens) from (1, 512) to (48, 96), padded on the
+    right with token 3 (FNet takes no attention mask), scored by the pooled outputs. Written in the forty-fifth
+    session, before it was recorded, in a fifth untargeted held-out batch of the default policy."""
+    from transformers import FNetConfig, FNetModel
+
+    torch.manual_seed(0)
+    config = FNetConfig()
+    model = FNetModel(config).eval()
+    batches = [(8, 256), (1, 512), (48, 96), (4, 384), (16, 320), (2, 448), (32, 128), (12, 192), (6, 512),
+               (24, 64)]  # sequences, tokens
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch, tokens in batches:
+            ids = torch.randint(5, config.vocab_size, (batch, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (batch, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
+            out = model(input_ids=ids * mask + 3 * (1 - mask))  # padding is token 3
+            checksum += float(out.pooler_output.sum().item())
+            del ids, lengths, mask, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def siglip_base_zero_shot_infer(torch):
+    """Zero-shot image-text scoring with a SigLIP-base-sized model through transformers
+    (`SiglipModel(SiglipConfig())`: a 12-layer 768-wide vision transformer over 224-pixel images in patches of 16
+    and a 12-layer 768-wide text transformer over 64 tokens, 32k vocabulary, a sigmoid score per image-text pair)
+    in fp32, under `torch.no_grad()`, 10 batches of (images, texts) from (1, 256) to (48, 8) and (2, 1024), texts
+    padded on the right with token 1 to 64 tokens as SigLIP is, scored by the summed pair probabilities. Written in
+    the forty-fifth session, before it was recorded, in a fifth untargeted held-out batch of the default policy."""
+    from transformers import SiglipConfig, SiglipModel
+
+    torch.manual_seed(0)
+    config = SiglipConfig()
+    model = SiglipModel(config).eval()
+    text_length, vocab_size = config.text_config.max_position_embeddings, config.text_config.vocab_size
+    side = config.vision_config.image_size
+    batches = [(8, 64), (1, 256), (32, 32), (4, 512), (16, 128), (2, 1024), (24, 16), (12, 200), (48, 8),
+               (6, 384)]  # images, texts
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for images, texts in batches:
+            pixels = torch.randn(images, 3, side, side, device="cuda", generator=gen)
+            ids = torch.randint(2, vocab_size, (texts, text_length), device="cuda", generator=gen)
+            lengths = torch.randint(text_length // 4, text_length + 1, (texts, 1), device="cuda", generator=gen)
+            mask = (torch.arange(text_length, device="cuda")[None, :] < lengths).long()
+            out = model(input_ids=ids * mask + (1 - mask), pixel_values=pixels)  # padding is token 1
+            checksum += float(out.logits_per_image.sigmoid().sum().item())
+            del pixels, ids, lengths, mask, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def persimmon_small_sample_generate(torch):
+    """A small Persimmon-style decoder through transformers (`PersimmonForCausalLM(PersimmonConfig(...))`: 6 layers
+    512 wide, 8 heads with layer-normed queries and keys, rotary embeddings on half of each head, squared-ReLU
+    feed-forward of 2,048, 32k vocabulary), fp16, `generate` sampling the 50 likeliest tokens for 4 rounds (batch,
+    prompt, new tokens) from (2, 512, 64) to (16, 64, 32). Written in the forty-fifth session, before it was
+    recorded, in a fifth untargeted held-out batch of the default policy."""
+    from transformers import PersimmonConfig, PersimmonForCausalLM
+
+    torch.manual_seed(0)
+    config = PersimmonConfig(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                             num_attention_heads=8, max_position_embeddings=2048, pad_token_id=0, bos_token_id=1,
+                             eos_token_id=2)
+    rounds = [(8, 128, 48), (2, 512, 64), (16, 64, 32), (4, 320, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, PersimmonForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
+
+
+def lfm2_small_greedy_generate(torch):
+    """A small LFM2-style hybrid decoder through transformers (`Lfm2ForCausalLM(Lfm2Config(...))`: 6 layers 512
+    wide, four of them gated short convolutions (kernel 3, a fixed-size convolution state per sequence in the cache)
+    and two (the third and sixth) attention with 8 heads sharing 2 key-value heads, 32k vocabulary), fp16, greedy
+    `generate` for 4 rounds (batch, prompt, new tokens) from (1, 768, 64) to (16, 96, 32). Written in the
+    forty-fifth session, before it was recorded, in a fifth untargeted held-out batch of the default policy."""
+    from transformers import Lfm2Config, Lfm2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Lfm2Config(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                        num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=2048,
+                        full_attn_idxs=[2, 5], pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(4, 256, 48), (1, 768, 64), (16, 96, 32), (8, 192, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Lfm2ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -9191,7 +9355,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      pvt_v2_half_infer, cvt_13_train_bf16, rembert_train_bf16,
                                      convnextv2_tiny_train_bf16, levit_128s_half_infer, dpt_small_depth_half_infer,
                                      xlnet_embed_infer, encodec_24khz_infer, patchtst_forecast_train_bf16,
-                                     gemma3_small_greedy_generate)}
+                                     gemma3_small_greedy_generate, swiftformer_xs_train_bf16,
+                                     speech2text_small_train_bf16, hiera_tiny_half_infer,
+                                     hgnetv2_b4_half_infer, fnet_base_embed_infer,
+                                     siglip_base_zero_shot_infer, persimmon_small_sample_generate,
+                                     lfm2_small_greedy_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
