@@ -723,6 +723,21 @@ fn forty_third_session_batch_matches_an_independent_walk_and_the_recording_scrip
     check_recorded("rembert_train_bf16.pickle.xz", (13_105, 1_241.0, 1_374.0, 1.107), 123, 3);
 }
 
+/// A fifth untargeted held-out batch, written and pre-registered in the forty-fifth session and recorded there
+/// (2026-12-06 05:09-05:11 UTC, one device call on an H100), unseen by the policy: the figures are the recording
+/// script's, printed on the device.
+#[test]
+fn forty_fifth_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("swiftformer_xs_train_bf16.pickle.xz", (20_850, 1_162.0, 1_540.0, 1.325), 92, 3);
+    check_recorded("speech2text_small_train_bf16.pickle.xz", (36_932, 2_196.6, 2_432.0, 1.107), 191, 3);
+    check_recorded("hiera_tiny_half_infer.pickle.xz", (4_756, 1_139.7, 2_336.0, 2.050), 32, 2);
+    check_recorded("hgnetv2_b4_half_infer.pickle.xz", (7_574, 355.3, 580.0, 1.632), 22, 2);
+    check_recorded("fnet_base_embed_infer.pickle.xz", (2_718, 634.2, 1_042.0, 1.643), 34, 2);
+    check_recorded("siglip_base_zero_shot_infer.pickle.xz", (5_001, 3_115.8, 4_528.0, 1.453), 70, 2);
+    check_recorded("persimmon_small_sample_generate.pickle.xz", (59_434, 166.8, 204.0, 1.223), 21, 2);
+    check_recorded("lfm2_small_greedy_generate.pickle.xz", (54_936, 122.4, 140.0, 1.144), 13, 1);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
