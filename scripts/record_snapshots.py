@@ -9248,6 +9248,209 @@ def lfm2_small_greedy_generate(torch):
     return generate_rounds(torch, Lfm2ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
                            do_sample=False, pad_token_id=0)
 
+
+def timesformer_base_train_bf16(torch):
+    """A TimeSformer-base video classifier through transformers
+    (`TimesformerForVideoClassification(TimesformerConfig(...))`: 8-frame clips of 224 pixels in patches of 16, 12
+    layers 768 wide whose attention is divided into a temporal pass over the 8 frames of each patch and a spatial pass
+    over the 196 patches of each frame, 400 classes) trained with bf16 autocast (`train_bf16`), AdamW, 10 steps of 2
+    to 16 random clips. Written in the forty-fifth session, before it was recorded, in a sixth untargeted held-out
+    batch of the default policy."""
+    from transformers import TimesformerConfig, TimesformerForVideoClassification
+
+    torch.manual_seed(0)
+    config = TimesformerConfig(num_labels=400)
+    steps = [6, 12, 2, 16, 8, 4, 10, 14, 3, 8]  # clips in a batch
+
+    def clips(gen, batch):
+        return {"pixel_values": torch.randn(batch, config.num_frames, 3, config.image_size, config.image_size,
+                                            device="cuda", generator=gen),
+                "labels": torch.randint(0, 400, (batch,), device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, TimesformerForVideoClassification(config), steps, clips,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def lilt_document_train_bf16(torch):
+    """A LiLT-base document classifier through transformers (`LiltForSequenceClassification(LiltConfig(...))`: a
+    12-layer 768-wide text stream and a 192-wide layout stream over each token's bounding box, their attention scores
+    shared, 30k vocabulary, 16 document classes) trained with bf16 autocast (`train_bf16`), AdamW, 10 steps of
+    (documents, tokens) from (56, 96) to (8, 480): random words padded on the right with token 0, random boxes in a
+    1,000-unit page. Written in the forty-fifth session, before it was recorded, in a sixth untargeted held-out batch
+    of the default policy."""
+    from transformers import LiltConfig, LiltForSequenceClassification
+
+    torch.manual_seed(0)
+    config = LiltConfig(num_labels=16)  # hidden_size 768: the layout embeddings split it in six
+    steps = [(32, 256), (12, 448), (64, 128), (20, 320), (48, 192), (8, 480), (40, 160), (16, 384), (24, 288),
+             (56, 96)]  # documents, tokens
+
+    def documents(gen, step):
+        batch, tokens = step
+        ids = torch.randint(5, config.vocab_size, step, device="cuda", generator=gen)
+        lengths = torch.randint(tokens // 2, tokens + 1, (batch, 1), device="cuda", generator=gen)
+        mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
+        left = torch.randint(0, 900, (batch, tokens, 1), device="cuda", generator=gen)
+        top = torch.randint(0, 940, (batch, tokens, 1), device="cuda", generator=gen)
+        width = torch.randint(1, 100, (batch, tokens, 1), device="cuda", generator=gen)
+        height = torch.randint(1, 60, (batch, tokens, 1), device="cuda", generator=gen)
+        boxes = torch.cat([left, top, left + width, top + height], dim=-1) * mask[..., None]
+        return {"input_ids": ids * mask, "bbox": boxes, "attention_mask": mask,  # padding is token 0, box 0
+                "labels": torch.randint(0, 16, (batch,), device="cuda", generator=gen)}
+
+    losses = train_bf16(torch, LiltForSequenceClassification(config), steps, documents,
+                        lambda params: torch.optim.AdamW(params, lr=5e-5))
+    return {"steps": steps, "losses": losses}
+
+
+def bit_50_half_infer(torch):
+    """A BiT-M-R50x1 image classifier through transformers (`BitForImageClassification(BitConfig(...))`: a
+    pre-activation ResNet-50v2 with group normalization whose convolutions standardize their weights on every
+    forward pass, 1,000 classes), moved to the GPU in fp32 and converted there (`infer_converted`), 8 (batch, image
+    side) shapes from (1, 480) to (64, 160), each twice. Written in the forty-fifth session, before it was recorded,
+    in a sixth untargeted held-out batch of the default policy."""
+    from transformers import BitConfig, BitForImageClassification
+
+    config = BitConfig(num_labels=1000)
+    return infer_converted(torch, lambda: BitForImageClassification(config),
+                           [(8, 256), (1, 480), (32, 224), (4, 384), (16, 320), (2, 512), (64, 160), (12, 288)],
+                           score=lambda out: image_score(out.logits))
+
+
+def wavlm_base_ctc_half_infer(torch):
+    """Speech recognition with a WavLM-base encoder through transformers (`WavLMForCTC(WavLMConfig())`: the 7-layer
+    convolutional front end over raw 16 kHz audio, 12 transformer layers 768 wide whose attention adds a gated
+    relative position bias (one batch x heads x frames x frames tensor made in the first layer and passed down), a
+    32-symbol CTC head), moved to the GPU in fp32 and converted there (`.cuda().half()`), greedy CTC decoding (argmax
+    per frame) of 10 batches of (clips, seconds) from (1, 30) to (32, 1.5). Written in the forty-fifth session,
+    before it was recorded, in a sixth untargeted held-out batch of the default policy."""
+    from transformers import WavLMConfig, WavLMForCTC
+
+    torch.manual_seed(0)
+    model = WavLMForCTC(WavLMConfig()).eval()
+    batches = [(2, 12.0), (16, 3.0), (1, 30.0), (8, 5.0), (24, 2.0), (4, 9.0), (32, 1.5), (6, 7.0), (12, 4.0),
+               (3, 16.0)]  # clips, seconds
+    start_recording(torch)
+    model = model.cuda().half()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for clips, seconds in batches:
+            audio = 0.1 * torch.randn(clips, int(seconds * 16_000), device="cuda", generator=gen,
+                                      dtype=torch.float16)
+            logits = model(input_values=audio).logits
+            checksum += int(logits.argmax(-1).sum().item())
+            del audio, logits
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def patchtsmixer_forecast_infer(torch):
+    """A PatchTSMixer forecaster through transformers (`PatchTSMixerForPrediction(PatchTSMixerConfig(...))`: 7
+    channels, a context of 720 steps in patches of 16 every 8 (89 patches), 8 mixer layers 96 wide mixing across
+    patches, features and channels, with gated attention and 4-head self-attention over the patches, 192 steps
+    predicted) in fp32, under `torch.no_grad()`, 10 batches of 16 to 2,048 random series, scored by the mean
+    absolute forecast. Written in the forty-fifth session, before it was recorded, in a sixth untargeted held-out
+    batch of the default policy."""
+    from transformers import PatchTSMixerConfig, PatchTSMixerForPrediction
+
+    torch.manual_seed(0)
+    config = PatchTSMixerConfig(context_length=720, patch_length=16, patch_stride=8, num_input_channels=7,
+                                prediction_length=192, d_model=96, num_layers=8, expansion_factor=2,
+                                mode="mix_channel", self_attn=True, self_attn_heads=4)
+    model = PatchTSMixerForPrediction(config).eval()
+    batches = [256, 32, 1024, 128, 2048, 64, 512, 16, 768, 192]  # series in a batch
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch in batches:
+            past = torch.randn(batch, config.context_length, config.num_input_channels, device="cuda", generator=gen)
+            out = model(past_values=past)
+            checksum += float(out.prediction_outputs.abs().mean().item())
+            del past, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def vilt_vqa_infer(torch):
+    """Visual question answering with a ViLT-B/32 model through transformers
+    (`ViltForQuestionAnswering(ViltConfig(...))`: one 12-layer 768-wide transformer over a question of up to 40
+    tokens and the 32-pixel patches of its image, position embeddings interpolated to each image's own size and
+    padded patches sampled back in per image, 3,129 answers) in fp32, under `torch.no_grad()`, 10 batches of
+    (images, padded height, padded width, question tokens) from (1, 384, 640, 40) to (48, 320, 320, 8), each image
+    of its own size (a multiple of 32, the first of each batch the full size) with a pixel mask, questions padded on
+    the right with token 0, scored by the summed top answer probabilities. Written in the forty-fifth session,
+    before it was recorded, in a sixth untargeted held-out batch of the default policy."""
+    import random
+
+    from transformers import ViltConfig, ViltForQuestionAnswering
+
+    torch.manual_seed(0)
+    config = ViltConfig(num_labels=3129)
+    model = ViltForQuestionAnswering(config).eval()
+    batches = [(8, 384, 576, 32), (1, 384, 640, 40), (32, 384, 384, 16), (4, 640, 384, 24), (16, 384, 512, 40),
+               (2, 576, 384, 12), (24, 352, 448, 20), (12, 384, 608, 28), (48, 320, 320, 8),
+               (6, 448, 384, 36)]  # images, padded height, padded width, question tokens
+    rng = random.Random(0)
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for images, height, width, tokens in batches:
+            pixel_mask = torch.zeros(images, height, width, dtype=torch.long, device="cuda")
+            for index in range(images):
+                own_height = height if index == 0 else 32 * rng.randint(height // 64, height // 32)
+                own_width = width if index == 0 else 32 * rng.randint(width // 64, width // 32)
+                pixel_mask[index, :own_height, :own_width] = 1
+            pixels = torch.randn(images, 3, height, width, device="cuda", generator=gen) * pixel_mask[:, None]
+            ids = torch.randint(5, config.vocab_size, (images, tokens), device="cuda", generator=gen)
+            lengths = torch.randint(tokens // 2, tokens + 1, (images, 1), device="cuda", generator=gen)
+            mask = (torch.arange(tokens, device="cuda")[None, :] < lengths).long()
+            out = model(input_ids=ids * mask, attention_mask=mask, pixel_values=pixels, pixel_mask=pixel_mask)
+            checksum += float(out.logits.sigmoid().max(-1).values.sum().item())
+            del pixel_mask, pixels, ids, lengths, mask, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def helium_small_greedy_generate(torch):
+    """A small Helium-style decoder through transformers (`HeliumForCausalLM(HeliumConfig(...))`: 6 layers 512
+    wide, 8 heads of 64 sharing 4 key-value heads, rotary embeddings, 32k vocabulary), fp16, greedy `generate` for 4
+    rounds (batch, prompt, new tokens) from (1, 1024, 56) to (24, 48, 32). Written in the forty-fifth session, before
+    it was recorded, in a sixth untargeted held-out batch of the default policy."""
+    from transformers import HeliumConfig, HeliumForCausalLM
+
+    torch.manual_seed(0)
+    config = HeliumConfig(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                          num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=2048,
+                          pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(6, 384, 40), (1, 1024, 56), (24, 48, 32), (12, 160, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, HeliumForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def diffllama_small_sample_generate(torch):
+    """A small DiffLlama decoder through transformers (`DiffLlamaForCausalLM(DiffLlamaConfig(...))`: 6 layers 512
+    wide, differential attention (two attention passes over the two halves of the values, one subtracted from the
+    other with a learned weight, then normalized) with 8 heads of 64 sharing 4 key-value heads, 32k vocabulary),
+    fp16, `generate` with nucleus sampling (top-p 0.95, temperature 0.9) for 4 rounds (batch, prompt, new tokens)
+    from (2, 896, 56) to (20, 80, 32). Written in the forty-fifth session, before it was recorded, in a sixth
+    untargeted held-out batch of the default policy."""
+    from transformers import DiffLlamaConfig, DiffLlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = DiffLlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                             num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048,
+                             pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(10, 224, 40), (2, 896, 56), (20, 80, 32), (3, 640, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, DiffLlamaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_p=0.95, temperature=0.9, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -9359,7 +9562,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      speech2text_small_train_bf16, hiera_tiny_half_infer,
                                      hgnetv2_b4_half_infer, fnet_base_embed_infer,
                                      siglip_base_zero_shot_infer, persimmon_small_sample_generate,
-                                     lfm2_small_greedy_generate)}
+                                     lfm2_small_greedy_generate, timesformer_base_train_bf16,
+                                     lilt_document_train_bf16, bit_50_half_infer, wavlm_base_ctc_half_infer,
+                                     patchtsmixer_forecast_infer, vilt_vqa_infer, helium_small_greedy_generate,
+                                     diffllama_small_sample_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
