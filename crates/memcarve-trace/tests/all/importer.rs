@@ -738,6 +738,21 @@ fn forty_fifth_session_batch_matches_an_independent_walk_and_the_recording_scrip
     check_recorded("lfm2_small_greedy_generate.pickle.xz", (54_936, 122.4, 140.0, 1.144), 13, 1);
 }
 
+/// A sixth untargeted held-out batch, written and pre-registered in the forty-fifth session after the fifth was judged
+/// and recorded there (2026-12-06 05:30-05:33 UTC, one device call on an H100), unseen by the policy: the figures are
+/// the recording script's, printed on the device.
+#[test]
+fn forty_fifth_session_second_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded("timesformer_base_train_bf16.pickle.xz", (24_074, 17_989.0, 21_736.0, 1.208), 328, 3);
+    check_recorded("lilt_document_train_bf16.pickle.xz", (36_086, 9_568.2, 12_290.0, 1.284), 240, 3);
+    check_recorded("bit_50_half_infer.pickle.xz", (9_278, 316.7, 608.0, 1.920), 26, 2);
+    check_recorded("wavlm_base_ctc_half_infer.pickle.xz", (5_034, 666.0, 1_218.0, 1.829), 30, 2);
+    check_recorded("patchtsmixer_forecast_infer.pickle.xz", (4_602, 6_975.4, 9_940.0, 1.425), 27, 2);
+    check_recorded("vilt_vqa_infer.pickle.xz", (7_150, 776.8, 1_056.0, 1.359), 46, 2);
+    check_recorded("helium_small_greedy_generate.pickle.xz", (60_677, 189.6, 226.0, 1.192), 23, 1);
+    check_recorded("diffllama_small_sample_generate.pickle.xz", (86_196, 190.6, 230.0, 1.207), 25, 1);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
