@@ -9451,6 +9451,248 @@ def diffllama_small_sample_generate(torch):
                            seed_each_round=True, do_sample=True, top_p=0.95, temperature=0.9, pad_token_id=0)
 
 
+def textnet_prefetch_train_bf16(torch):
+    """A TextNet-base image classifier through transformers (`TextNetForImageClassification(TextNetConfig(...))`: the
+    FAST text detector's backbone, a stride-2 stem and 4 stages of 3 or 4 re-parameterizable convolutions, each summing
+    a main, a vertical and a horizontal convolution branch (where its kernel has them) with a BatchNorm each, and an
+    identity BatchNorm where the shapes allow, 64 to 512 channels, 100 classes) trained with bf16 autocast, AdamW, 12
+    steps of (batch, image side) from (8, 640) to (64, 224), on two streams: the input pipeline runs on a copy stream
+    one batch ahead (uint8 batches from pinned host memory copied and normalised there, labels drawn there) and hands
+    each batch to the default stream (events and `record_stream`), as prefetch_augment_train does. Written in the
+    forty-fifth session, before it was recorded, in a seventh untargeted held-out batch of the default policy."""
+    from transformers import TextNetConfig, TextNetForImageClassification
+
+    torch.manual_seed(0)
+    model = TextNetForImageClassification(TextNetConfig(num_labels=100))
+    steps = [(32, 384), (8, 640), (64, 256), (16, 512), (48, 320), (12, 576), (24, 448), (64, 224), (10, 608),
+             (40, 352), (20, 480), (56, 288)]  # batch, image side
+    host = [torch.randint(0, 256, (batch, 3, side, side), dtype=torch.uint8).pin_memory() for batch, side in steps]
+    start_recording(torch)
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    main, copy_stream = torch.cuda.current_stream(), torch.cuda.Stream()
+    mean = torch.tensor([0.485, 0.456, 0.406], device="cuda").view(1, 3, 1, 1) * 255
+    std = torch.tensor([0.229, 0.224, 0.225], device="cuda").view(1, 3, 1, 1) * 255
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    torch.cuda.synchronize()  # the copy stream uses them
+
+    def load(i):
+        with torch.cuda.stream(copy_stream):
+            raw = host[i].to("cuda", non_blocking=True)
+            images = (raw.float() - mean) / std
+            labels = torch.randint(0, 100, (raw.shape[0],), device="cuda", generator=gen)
+            del raw
+        return images, labels, copy_stream.record_event()
+
+    losses, pending = [], load(0)
+    for i in range(len(steps)):
+        images, labels, ready = pending
+        main.wait_event(ready)
+        images.record_stream(main)
+        labels.record_stream(main)
+        if i + 1 < len(steps):
+            pending = load(i + 1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(pixel_values=images, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, ready, loss
+    torch.cuda.synchronize()
+    del model, opt, pending
+    return {"steps": steps, "losses": losses, "streams": {"copy": copy_stream.cuda_stream}}
+
+
+def videomae_masked_train_bf16(torch):
+    """Masked-video pretraining of a VideoMAE-base model through transformers
+    (`VideoMAEForPreTraining(VideoMAEConfig())`: 16-frame clips of 224 pixels in tubes of 2 frames x 16 x 16 pixels,
+    1,568 tubes, about 90% of them masked (176 of the 196 patch positions, the same in all 8 time slots), a 12-layer
+    768-wide encoder over the 160 visible tubes gathered per clip, a 4-layer 384-wide decoder over all 1,568 with mask
+    tokens, mean squared error against the normalized pixels of the masked tubes) trained with bf16 autocast
+    (`train_bf16`), AdamW, 10 steps of 8 to 48 random clips. Written in the forty-fifth session, before it was recorded,
+    in a seventh untargeted held-out batch of the default policy."""
+    from transformers import VideoMAEConfig, VideoMAEForPreTraining
+
+    torch.manual_seed(0)
+    config = VideoMAEConfig()
+    per_frame = (config.image_size // config.patch_size) ** 2  # 196 patch positions
+    slots = config.num_frames // config.tubelet_size  # 8 time slots
+    masked = per_frame * 9 // 10  # 176 positions masked in every slot
+    steps = [16, 32, 8, 48, 24, 40, 12, 36, 20, 28]  # clips in a batch
+
+    def clips(gen, batch):
+        rank = torch.rand(batch, per_frame, device="cuda", generator=gen).argsort(dim=1).argsort(dim=1)
+        return {"pixel_values": torch.randn(batch, config.num_frames, 3, config.image_size, config.image_size,
+                                            device="cuda", generator=gen),
+                "bool_masked_pos": (rank < masked).repeat(1, slots)}  # tube masking: index t * 196 + position
+
+    losses = train_bf16(torch, VideoMAEForPreTraining(config), steps, clips,
+                        lambda params: torch.optim.AdamW(params, lr=1e-4))
+    return {"steps": steps, "losses": losses}
+
+
+def sew_d_ctc_half_infer(torch):
+    """Speech recognition with a SEW-D-base encoder through transformers (`SEWDForCTC(SEWDConfig())`: the 13-layer
+    convolutional front end over raw 16 kHz audio (320 samples a frame), the frames squeezed by 2 before 12
+    transformer layers 768 wide with DeBERTa-style disentangled attention (relative positions in 256 log buckets,
+    content-to-position and position-to-content scores) and upsampled back after them, a 32-symbol CTC head), moved
+    to the GPU in fp32 and converted there (`.cuda().half()`), greedy CTC decoding (argmax per frame) of 10 batches
+    of (clips, seconds) from (1, 24) to (32, 1). Written in the forty-fifth session, before it was recorded, in a
+    seventh untargeted held-out batch of the default policy."""
+    from transformers import SEWDConfig, SEWDForCTC
+
+    torch.manual_seed(0)
+    model = SEWDForCTC(SEWDConfig()).eval()
+    batches = [(4, 10.0), (24, 2.5), (1, 24.0), (12, 4.0), (32, 1.0), (2, 16.0), (8, 6.0), (16, 3.5), (3, 12.0),
+               (6, 8.0)]  # clips, seconds
+    start_recording(torch)
+    model = model.cuda().half()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0
+    with torch.inference_mode():
+        for clips, seconds in batches:
+            audio = 0.1 * torch.randn(clips, int(seconds * 16_000), device="cuda", generator=gen,
+                                      dtype=torch.float16)
+            logits = model(input_values=audio).logits
+            checksum += int(logits.argmax(-1).sum().item())
+            del audio, logits
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def upernet_resnet50_half_infer(torch):
+    """Semantic segmentation with UperNet through transformers
+    (`UperNetForSemanticSegmentation(UperNetConfig(...))`: the default ResNet-50 backbone (`ResNetConfig`, bottleneck
+    stages of 3, 4, 6 and 3 blocks to 2,048 channels) giving four feature maps to a pyramid pooling module (scales 1,
+    2, 3 and 6) and a feature pyramid 512 wide fused at a quarter of the resolution, 150 classes upsampled to the
+    full image, no auxiliary head), moved to the GPU in fp32 and converted there (`infer_converted`), 8 (batch, image
+    side) shapes from (1, 896) to (16, 256), each twice, scored by the mean predicted class. Written in the
+    forty-fifth session, before it was recorded, in a seventh untargeted held-out batch of the default policy."""
+    from transformers import UperNetConfig, UperNetForSemanticSegmentation
+
+    config = UperNetConfig(num_labels=150, use_auxiliary_head=False)
+    return infer_converted(torch, lambda: UperNetForSemanticSegmentation(config),
+                           [(4, 512), (1, 768), (16, 256), (2, 640), (8, 384), (1, 896), (6, 448), (3, 576)],
+                           score=lambda out: float(out.logits.argmax(1).float().mean().item()))
+
+
+def dac_16khz_infer(torch):
+    """The DAC 16 kHz audio codec through transformers (`DacModel(DacConfig())`: a convolutional encoder of
+    residual units with Snake activations downsampling 512-fold to 1,024 channels, residual vector quantization with
+    9 codebooks of 1,024 factorized 8-dimensional codes, a decoder from 1,536 channels upsampling back, random
+    weights) in fp32, under `torch.no_grad()`, encoding and decoding 8 batches of mono waveforms (batch, seconds)
+    from (1, 20) to (16, 1), scored by the mean absolute output. Written in the forty-fifth session, before it was
+    recorded, in a seventh untargeted held-out batch of the default policy."""
+    from transformers import DacConfig, DacModel
+
+    torch.manual_seed(0)
+    model = DacModel(DacConfig()).eval()
+    rate = model.config.sampling_rate
+    batches = [(4, 3), (1, 20), (16, 1), (2, 8), (8, 2), (1, 12), (6, 4), (3, 6)]  # waveforms, seconds
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch, seconds in batches:
+            audio = 0.1 * torch.randn(batch, 1, seconds * rate, device="cuda", generator=gen)
+            out = model(input_values=audio)
+            checksum += float(out.audio_values.abs().mean().item())
+            del audio, out
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def univnet_vocoder_infer(torch):
+    """A UnivNet-c32 vocoder through transformers (`UnivNetModel(UnivNetConfig())`: 64 channels of Gaussian noise
+    per mel frame, 32 hidden channels upsampled 8, 8 and 4 times (256 samples a frame) by three location-variable
+    convolution blocks, each with a kernel predictor that turns the 100-bin mel frames into per-frame kernels and
+    biases for its 4 gated residual layers of dilations 1, 3, 9 and 27, random weights) in fp32, under
+    `torch.no_grad()`, 10 batches of (spectrograms, frames) from (1, 2,000) to (32, 100), noise drawn per batch,
+    scored by the mean absolute waveform. Written in the forty-fifth session, before it was recorded, in a seventh
+    untargeted held-out batch of the default policy."""
+    from transformers import UnivNetConfig, UnivNetModel
+
+    torch.manual_seed(0)
+    config = UnivNetConfig()
+    model = UnivNetModel(config).eval()
+    batches = [(8, 400), (1, 2000), (32, 100), (4, 800), (16, 250), (2, 1200), (24, 160), (6, 600), (12, 320),
+               (3, 1000)]  # spectrograms, frames
+    start_recording(torch)
+    model = model.cuda()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    checksum = 0.0
+    with torch.no_grad():
+        for batch, frames in batches:
+            mel = torch.randn(batch, frames, config.num_mel_bins, device="cuda", generator=gen)
+            noise = torch.randn(batch, frames, config.model_in_channels, device="cuda", generator=gen)
+            waveforms = model(input_features=mel, noise_sequence=noise).waveforms
+            checksum += float(waveforms.abs().mean().item())
+            del mel, noise, waveforms
+    del model
+    return {"batches": batches, "checksum": checksum}
+
+
+def smollm3_small_greedy_generate(torch):
+    """A small SmolLM3-style decoder through transformers (`SmolLM3ForCausalLM(SmolLM3Config(...))`: 6 layers 512
+    wide, 8 heads sharing 2 key-value heads, rotary embeddings left out of every third layer (NoPE layers), tied
+    embeddings, 32k vocabulary), fp16, greedy `generate` for 4 rounds (batch, prompt, new tokens) from (1, 896, 64)
+    to (20, 64, 32). Written in the forty-fifth session, before it was recorded, in a seventh untargeted held-out
+    batch of the default policy."""
+    from transformers import SmolLM3Config, SmolLM3ForCausalLM
+
+    torch.manual_seed(0)
+    config = SmolLM3Config(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                           num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=2048,
+                           no_rope_layer_interval=3, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(6, 320, 48), (1, 896, 64), (20, 64, 32), (10, 192, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, SmolLM3ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def arcee_two_stream_sample_generate(torch):
+    """Two small Arcee-style decoders through transformers (`ArceeForCausalLM(ArceeConfig(...))`: 6 layers 512 wide,
+    8 heads sharing 4 key-value heads, rotary embeddings, an ungated feed-forward of 2,048 with squared ReLU, 32k
+    vocabulary) serving in turn on two streams of their own, fp16, `generate` with top-k sampling (50): 4 rounds,
+    each a request to the first model on its stream and one to the second on the other, (batch, prompt, new tokens)
+    from (2, 512, 48) to (20, 48, 28); each stream waits for the default stream before its request and the default
+    stream for it after (`wait_stream`), as in two_stream_sample_generate. Written in the forty-fifth session, before
+    it was recorded, in a seventh untargeted held-out batch of the default policy."""
+    from transformers import ArceeConfig, ArceeForCausalLM
+
+    torch.manual_seed(0)
+    config = ArceeConfig(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048,
+                         pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    models = [ArceeForCausalLM(config).eval(), ArceeForCausalLM(config).eval()]
+    rounds = [((4, 256, 40), (2, 448, 48)), ((16, 64, 32), (8, 160, 40)), ((2, 512, 48), (12, 96, 32)),
+              ((6, 320, 40), (20, 48, 28))]  # per model: batch, prompt, new tokens
+    start_recording(torch)
+    models = [model.to("cuda", torch.float16) for model in models]
+    main = torch.cuda.current_stream()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    shapes, token_sum = [], 0
+    with torch.inference_mode():
+        for index, pair in enumerate(rounds):
+            for model, stream, (batch, prompt, new) in zip(models, streams, pair):
+                torch.manual_seed(index)
+                stream.wait_stream(main)
+                with torch.cuda.stream(stream):
+                    ids = torch.randint(3, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+                    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                         min_new_tokens=new, do_sample=True, top_k=50, pad_token_id=0)
+                    shapes.append(list(out.shape))
+                    token_sum += int(out.sum().item())
+                    del ids, out
+                main.wait_stream(stream)
+    torch.cuda.synchronize()
+    del models
+    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum,
+            "streams": [s.cuda_stream for s in streams]}
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -9565,7 +9807,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      lfm2_small_greedy_generate, timesformer_base_train_bf16,
                                      lilt_document_train_bf16, bit_50_half_infer, wavlm_base_ctc_half_infer,
                                      patchtsmixer_forecast_infer, vilt_vqa_infer, helium_small_greedy_generate,
-                                     diffllama_small_sample_generate)}
+                                     diffllama_small_sample_generate, textnet_prefetch_train_bf16,
+                                     videomae_masked_train_bf16, sew_d_ctc_half_infer, upernet_resnet50_half_infer,
+                                     dac_16khz_infer, univnet_vocoder_infer, smollm3_small_greedy_generate,
+                                     arcee_two_stream_sample_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
