@@ -753,6 +753,36 @@ fn forty_fifth_session_second_batch_matches_an_independent_walk_and_the_recordin
     check_recorded("diffllama_small_sample_generate.pickle.xz", (86_196, 190.6, 230.0, 1.207), 25, 1);
 }
 
+/// A seventh untargeted held-out batch, written and pre-registered in the forty-fifth session after the sixth was
+/// judged and recorded there (2026-12-06 06:01-06:05 UTC, one device call on an H100), unseen by the policy, two of
+/// it on several streams (a training run whose batches come from a copy stream, two decoders each generating on a
+/// stream of its own): the figures are the recording script's, printed on the device.
+#[test]
+fn forty_fifth_session_third_batch_matches_an_independent_walk_and_the_recording_script() {
+    check_recorded_on_streams(
+        "textnet_prefetch_train_bf16.pickle.xz",
+        (10_794, 2_041.8, 4_220.0, 2.067),
+        64,
+        5,
+    );
+    // The default stream (10,734 allocations) and the copy stream (60).
+    assert_eq!(distinct_streams("textnet_prefetch_train_bf16.pickle.xz"), 2);
+    check_recorded("videomae_masked_train_bf16.pickle.xz", (20_117, 12_173.3, 14_900.0, 1.224), 234, 3);
+    check_recorded("sew_d_ctc_half_infer.pickle.xz", (7_160, 361.8, 546.0, 1.509), 34, 2);
+    check_recorded("upernet_resnet50_half_infer.pickle.xz", (6_855, 1_048.8, 1_992.0, 1.899), 28, 0);
+    check_recorded("dac_16khz_infer.pickle.xz", (7_120, 1_172.9, 2_130.0, 1.816), 34, 1);
+    check_recorded("univnet_vocoder_infer.pickle.xz", (2_637, 1_594.8, 2_292.0, 1.437), 15, 1);
+    check_recorded("smollm3_small_greedy_generate.pickle.xz", (55_180, 128.3, 148.0, 1.154), 17, 1);
+    check_recorded_on_streams(
+        "arcee_two_stream_sample_generate.pickle.xz",
+        (104_450, 296.8, 396.0, 1.334),
+        45,
+        2,
+    );
+    // The default stream (106 allocations) and each decoder's (54,267 and 50,077).
+    assert_eq!(distinct_streams("arcee_two_stream_sample_generate.pickle.xz"), 3);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
