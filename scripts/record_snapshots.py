@@ -7714,18 +7714,12 @@ def side_eval_train(torch):
     return {"steps": steps, "losses": losses, "accuracies": accuracies, "streams": {"side": side.cuda_stream}}
 
 
-def two_stream_sample_generate(torch):
-    """Two small GPT-2-style decoders (`GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=512, n_head=8))`) serving in
-    turn on two streams of their own, fp16, `generate` with top-k sampling: 4 rounds, each a request to the first
-    model on its stream and one to the second on the other, (batch, prompt, new tokens) from (2, 192, 40) to
-    (16, 48, 24). Recorded in the thirty-fourth session, unseen by the policy."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    config = GPT2Config(n_layer=6, n_embd=512, n_head=8)
-    models = [GPT2LMHeadModel(config).eval(), GPT2LMHeadModel(config).eval()]
-    rounds = [((4, 128, 32), (2, 192, 40)), ((16, 48, 24), (8, 96, 32)), ((2, 256, 40), (12, 64, 24)),
-              ((8, 160, 32), (16, 32, 28))]
+def sample_on_two_streams(torch, models, rounds, vocab_size, low):
+    """Records from before the two `models` (built on the CPU by the caller, passed as their only references so that
+    they are freed here) move to the GPU in fp16, then serves them in turn on two streams of their own: per round, a
+    request (batch, prompt, new tokens) to each, `generate` with top-k sampling (50) on random prompts of ids in
+    [low, vocab_size), each stream waiting for the default stream before its request and the default stream for it
+    after (`wait_stream`). Returns the rounds, the output shapes, a checksum of the tokens and the streams."""
     start_recording(torch)
     models = [model.to("cuda", torch.float16) for model in models]
     main = torch.cuda.current_stream()
@@ -7738,7 +7732,7 @@ def two_stream_sample_generate(torch):
                 torch.manual_seed(index)
                 stream.wait_stream(main)
                 with torch.cuda.stream(stream):
-                    ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
+                    ids = torch.randint(low, vocab_size, (batch, prompt), device="cuda", generator=gen)
                     out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
                                          min_new_tokens=new, do_sample=True, top_k=50, pad_token_id=0)
                     shapes.append(list(out.shape))
@@ -7749,6 +7743,21 @@ def two_stream_sample_generate(torch):
     del models
     return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum,
             "streams": [s.cuda_stream for s in streams]}
+
+
+def two_stream_sample_generate(torch):
+    """Two small GPT-2-style decoders (`GPT2LMHeadModel(GPT2Config(n_layer=6, n_embd=512, n_head=8))`) serving in
+    turn on two streams of their own, fp16, `generate` with top-k sampling: 4 rounds, each a request to the first
+    model on its stream and one to the second on the other, (batch, prompt, new tokens) from (2, 192, 40) to
+    (16, 48, 24). Recorded in the thirty-fourth session, unseen by the policy."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=6, n_embd=512, n_head=8)
+    rounds = [((4, 128, 32), (2, 192, 40)), ((16, 48, 24), (8, 96, 32)), ((2, 256, 40), (12, 64, 24)),
+              ((8, 160, 32), (16, 32, 28))]
+    return sample_on_two_streams(torch, [GPT2LMHeadModel(config).eval(), GPT2LMHeadModel(config).eval()], rounds,
+                                 config.vocab_size, low=0)
 
 
 def prefetch_augment_train(torch):
@@ -9020,18 +9029,12 @@ def xlnet_embed_infer(torch):
                               summary=lambda out: out.last_hidden_state.mean(1))
 
 
-def encodec_24khz_infer(torch):
-    """The EnCodec 24 kHz audio codec through transformers (`EncodecModel(EncodecConfig())`: a convolutional
-    encoder and decoder with LSTMs, residual vector quantization at 6 kbps, random weights) in fp32, under
-    `torch.no_grad()`, encoding and decoding 7 batches of mono waveforms (batch, seconds) from (1, 10) to (16, 1),
-    scored by the mean absolute output. Written in the forty-third session, before it was recorded, in a fourth
-    untargeted held-out batch of the default policy."""
-    from transformers import EncodecConfig, EncodecModel
-
-    torch.manual_seed(0)
-    model = EncodecModel(EncodecConfig()).eval()
+def codec_round_trips(torch, model, batches):
+    """Records from before `model` (a transformers audio codec taking `input_values` and giving `audio_values`,
+    built on the CPU by the caller, passed as its only reference so that it is freed here) moves to the GPU in fp32,
+    then encodes and decodes, under `torch.no_grad()`, one batch of random mono waveforms at the model's sampling
+    rate per (batch, seconds) of `batches`. Returns the batches and a checksum of the outputs."""
     rate = model.config.sampling_rate
-    batches = [(4, 2), (1, 10), (16, 1), (2, 6), (8, 3), (1, 7), (6, 2)]  # waveforms, seconds
     start_recording(torch)
     model = model.cuda()
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -9044,6 +9047,19 @@ def encodec_24khz_infer(torch):
             del audio, out
     del model
     return {"batches": batches, "checksum": checksum}
+
+
+def encodec_24khz_infer(torch):
+    """The EnCodec 24 kHz audio codec through transformers (`EncodecModel(EncodecConfig())`: a convolutional
+    encoder and decoder with LSTMs, residual vector quantization at 6 kbps, random weights) in fp32, under
+    `torch.no_grad()`, encoding and decoding 7 batches of mono waveforms (batch, seconds) from (1, 10) to (16, 1),
+    scored by the mean absolute output. Written in the forty-third session, before it was recorded, in a fourth
+    untargeted held-out batch of the default policy."""
+    from transformers import EncodecConfig, EncodecModel
+
+    torch.manual_seed(0)
+    batches = [(4, 2), (1, 10), (16, 1), (2, 6), (8, 3), (1, 7), (6, 2)]  # waveforms, seconds
+    return codec_round_trips(torch, EncodecModel(EncodecConfig()).eval(), batches)
 
 
 def patchtst_forecast_train_bf16(torch):
@@ -9318,19 +9334,11 @@ def bit_50_half_infer(torch):
                            score=lambda out: image_score(out.logits))
 
 
-def wavlm_base_ctc_half_infer(torch):
-    """Speech recognition with a WavLM-base encoder through transformers (`WavLMForCTC(WavLMConfig())`: the 7-layer
-    convolutional front end over raw 16 kHz audio, 12 transformer layers 768 wide whose attention adds a gated
-    relative position bias (one batch x heads x frames x frames tensor made in the first layer and passed down), a
-    32-symbol CTC head), moved to the GPU in fp32 and converted there (`.cuda().half()`), greedy CTC decoding (argmax
-    per frame) of 10 batches of (clips, seconds) from (1, 30) to (32, 1.5). Written in the forty-fifth session,
-    before it was recorded, in a sixth untargeted held-out batch of the default policy."""
-    from transformers import WavLMConfig, WavLMForCTC
-
-    torch.manual_seed(0)
-    model = WavLMForCTC(WavLMConfig()).eval()
-    batches = [(2, 12.0), (16, 3.0), (1, 30.0), (8, 5.0), (24, 2.0), (4, 9.0), (32, 1.5), (6, 7.0), (12, 4.0),
-               (3, 16.0)]  # clips, seconds
+def ctc_half_greedy(torch, model, batches):
+    """Records from before `model` (a speech encoder with a CTC head, built on the CPU by the caller, passed as its
+    only reference so that it is freed here) moves to the GPU in fp32 and is converted to fp16 there, then decodes
+    greedily (argmax per frame, under `torch.inference_mode()`) one batch of random 16 kHz waveforms per (clips,
+    seconds) of `batches`. Returns the batches and a checksum of the symbols."""
     start_recording(torch)
     model = model.cuda().half()
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -9344,6 +9352,21 @@ def wavlm_base_ctc_half_infer(torch):
             del audio, logits
     del model
     return {"batches": batches, "checksum": checksum}
+
+
+def wavlm_base_ctc_half_infer(torch):
+    """Speech recognition with a WavLM-base encoder through transformers (`WavLMForCTC(WavLMConfig())`: the 7-layer
+    convolutional front end over raw 16 kHz audio, 12 transformer layers 768 wide whose attention adds a gated
+    relative position bias (one batch x heads x frames x frames tensor made in the first layer and passed down), a
+    32-symbol CTC head), moved to the GPU in fp32 and converted there (`.cuda().half()`), greedy CTC decoding (argmax
+    per frame) of 10 batches of (clips, seconds) from (1, 30) to (32, 1.5). Written in the forty-fifth session,
+    before it was recorded, in a sixth untargeted held-out batch of the default policy."""
+    from transformers import WavLMConfig, WavLMForCTC
+
+    torch.manual_seed(0)
+    batches = [(2, 12.0), (16, 3.0), (1, 30.0), (8, 5.0), (24, 2.0), (4, 9.0), (32, 1.5), (6, 7.0), (12, 4.0),
+               (3, 16.0)]  # clips, seconds
+    return ctc_half_greedy(torch, WavLMForCTC(WavLMConfig()).eval(), batches)
 
 
 def patchtsmixer_forecast_infer(torch):
@@ -9543,22 +9566,9 @@ def sew_d_ctc_half_infer(torch):
     from transformers import SEWDConfig, SEWDForCTC
 
     torch.manual_seed(0)
-    model = SEWDForCTC(SEWDConfig()).eval()
     batches = [(4, 10.0), (24, 2.5), (1, 24.0), (12, 4.0), (32, 1.0), (2, 16.0), (8, 6.0), (16, 3.5), (3, 12.0),
                (6, 8.0)]  # clips, seconds
-    start_recording(torch)
-    model = model.cuda().half()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0
-    with torch.inference_mode():
-        for clips, seconds in batches:
-            audio = 0.1 * torch.randn(clips, int(seconds * 16_000), device="cuda", generator=gen,
-                                      dtype=torch.float16)
-            logits = model(input_values=audio).logits
-            checksum += int(logits.argmax(-1).sum().item())
-            del audio, logits
-    del model
-    return {"batches": batches, "checksum": checksum}
+    return ctc_half_greedy(torch, SEWDForCTC(SEWDConfig()).eval(), batches)
 
 
 def upernet_resnet50_half_infer(torch):
@@ -9587,21 +9597,8 @@ def dac_16khz_infer(torch):
     from transformers import DacConfig, DacModel
 
     torch.manual_seed(0)
-    model = DacModel(DacConfig()).eval()
-    rate = model.config.sampling_rate
     batches = [(4, 3), (1, 20), (16, 1), (2, 8), (8, 2), (1, 12), (6, 4), (3, 6)]  # waveforms, seconds
-    start_recording(torch)
-    model = model.cuda()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    checksum = 0.0
-    with torch.no_grad():
-        for batch, seconds in batches:
-            audio = 0.1 * torch.randn(batch, 1, seconds * rate, device="cuda", generator=gen)
-            out = model(input_values=audio)
-            checksum += float(out.audio_values.abs().mean().item())
-            del audio, out
-    del model
-    return {"batches": batches, "checksum": checksum}
+    return codec_round_trips(torch, DacModel(DacConfig()).eval(), batches)
 
 
 def univnet_vocoder_infer(torch):
@@ -9657,40 +9654,18 @@ def arcee_two_stream_sample_generate(torch):
     vocabulary) serving in turn on two streams of their own, fp16, `generate` with top-k sampling (50): 4 rounds,
     each a request to the first model on its stream and one to the second on the other, (batch, prompt, new tokens)
     from (2, 512, 48) to (20, 48, 28); each stream waits for the default stream before its request and the default
-    stream for it after (`wait_stream`), as in two_stream_sample_generate. Written in the forty-fifth session, before
-    it was recorded, in a seventh untargeted held-out batch of the default policy."""
+    stream for it after (`wait_stream`; `sample_on_two_streams`, as two_stream_sample_generate). Written in the
+    forty-fifth session, before it was recorded, in a seventh untargeted held-out batch of the default policy."""
     from transformers import ArceeConfig, ArceeForCausalLM
 
     torch.manual_seed(0)
     config = ArceeConfig(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
                          num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048,
                          pad_token_id=0, bos_token_id=1, eos_token_id=2)
-    models = [ArceeForCausalLM(config).eval(), ArceeForCausalLM(config).eval()]
     rounds = [((4, 256, 40), (2, 448, 48)), ((16, 64, 32), (8, 160, 40)), ((2, 512, 48), (12, 96, 32)),
               ((6, 320, 40), (20, 48, 28))]  # per model: batch, prompt, new tokens
-    start_recording(torch)
-    models = [model.to("cuda", torch.float16) for model in models]
-    main = torch.cuda.current_stream()
-    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    shapes, token_sum = [], 0
-    with torch.inference_mode():
-        for index, pair in enumerate(rounds):
-            for model, stream, (batch, prompt, new) in zip(models, streams, pair):
-                torch.manual_seed(index)
-                stream.wait_stream(main)
-                with torch.cuda.stream(stream):
-                    ids = torch.randint(3, config.vocab_size, (batch, prompt), device="cuda", generator=gen)
-                    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
-                                         min_new_tokens=new, do_sample=True, top_k=50, pad_token_id=0)
-                    shapes.append(list(out.shape))
-                    token_sum += int(out.sum().item())
-                    del ids, out
-                main.wait_stream(stream)
-    torch.cuda.synchronize()
-    del models
-    return {"rounds": rounds, "output_shapes": shapes, "token_sum": token_sum,
-            "streams": [s.cuda_stream for s in streams]}
+    return sample_on_two_streams(torch, [ArceeForCausalLM(config).eval(), ArceeForCausalLM(config).eval()], rounds,
+                                 config.vocab_size, low=3)
 
 
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
