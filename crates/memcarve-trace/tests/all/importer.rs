@@ -278,12 +278,25 @@ fn recorded_snapshots_match_an_independent_walk_and_the_recording_script() {
 /// segment operations and live-at-end count the script printed too (traces/README.md). Each was recorded from an
 /// empty allocator, on one stream, within the GPU's memory.
 fn check_recorded(name: &str, figures: (u64, f64, f64, f64), segment_ops: u64, live_at_end: u64) {
-    check_recorded_on_streams(name, figures, segment_ops, live_at_end);
+    check_recorded_figures(name, figures, segment_ops, live_at_end);
     assert!(alloc_streams(name).iter().all(|&stream| stream == 0), "{name}");
 }
 
-/// [`check_recorded`] without the check that every allocation is on the default stream.
+/// [`check_recorded`] for a recording whose allocations were made on `streams` distinct streams.
 fn check_recorded_on_streams(
+    name: &str,
+    figures: (u64, f64, f64, f64),
+    segment_ops: u64,
+    live_at_end: u64,
+    streams: usize,
+) {
+    check_recorded_figures(name, figures, segment_ops, live_at_end);
+    assert_eq!(distinct_streams(name), streams, "{name}");
+}
+
+/// The figures [`check_recorded`] and [`check_recorded_on_streams`] check: those published, the segment operations
+/// and live-at-end count the recording script printed, and no dropped frees or out-of-memory entries.
+fn check_recorded_figures(
     name: &str,
     (allocations, peak_live_mib, reserved_mib, overhead): (u64, f64, f64, f64),
     segment_ops: u64,
@@ -395,9 +408,8 @@ fn ninth_session_recordings_match_an_independent_walk_and_the_recording_script()
     check_recorded("gan_train.pickle.xz", (2_821, 2_143.5, 3_432.0, 1.601), 46, 0);
     check_recorded("fft_science.pickle.xz", (155, 173.4, 398.0, 2.295), 16, 1);
     check_recorded("speculative_decode.pickle.xz", (51_082, 867.0, 912.0, 1.052), 68, 2);
-    check_recorded_on_streams("cuda_graph_infer.pickle.xz", (1_530, 321.1, 504.0, 1.570), 47, 10);
     // The default stream, and the side streams the warm-ups and captures ran on.
-    assert_eq!(distinct_streams("cuda_graph_infer.pickle.xz"), 5);
+    check_recorded_on_streams("cuda_graph_infer.pickle.xz", (1_530, 321.1, 504.0, 1.570), 47, 10, 5);
 }
 
 /// Two more, recorded later in the ninth session (one device call, 03:37 UTC): reinforcement learning (PPO: a small
@@ -455,12 +467,10 @@ fn thirteenth_session_recordings_match_an_independent_walk_and_the_recording_scr
 /// several streams, and replayed before anything was changed for them.
 #[test]
 fn thirteenth_session_later_recordings_match_an_independent_walk_and_the_recording_script() {
-    check_recorded_on_streams("prefetch_stream_infer.pickle.xz", (3_327, 1_443.2, 2_276.0, 1.577), 30, 3);
     // The default stream, the copy stream (72 allocations) and the top-5 stream (48).
-    assert_eq!(distinct_streams("prefetch_stream_infer.pickle.xz"), 3);
-    check_recorded_on_streams("grad_bucket_train.pickle.xz", (6_183, 5_007.4, 6_644.0, 1.327), 88, 3);
+    check_recorded_on_streams("prefetch_stream_infer.pickle.xz", (3_327, 1_443.2, 2_276.0, 1.577), 30, 3, 3);
     // The default stream and the gradient buckets' stream (80 allocations).
-    assert_eq!(distinct_streams("grad_bucket_train.pickle.xz"), 2);
+    check_recorded_on_streams("grad_bucket_train.pickle.xz", (6_183, 5_007.4, 6_644.0, 1.327), 88, 3, 2);
     check_recorded("transformer_xl_train.pickle.xz", (11_119, 3_556.0, 4_126.0, 1.160), 45, 3);
     check_recorded("nerf_train.pickle.xz", (4_053, 9_838.0, 11_124.0, 1.131), 54, 3);
     check_recorded("fsdp_gather_train.pickle.xz", (4_430, 4_694.5, 6_106.0, 1.301), 65, 2);
@@ -580,8 +590,7 @@ fn thirty_fourth_session_recordings_on_several_streams_match_an_independent_walk
         ("two_stream_sample_generate.pickle.xz", (57_988, 280.9, 398.0, 1.417), 40, 4, 3),
         ("prefetch_augment_train.pickle.xz", (5_990, 1_321.1, 1_816.0, 1.375), 52, 5, 2),
     ] {
-        check_recorded_on_streams(name, figures, segment_ops, live_at_end);
-        assert_eq!(distinct_streams(name), streams, "{name}");
+        check_recorded_on_streams(name, figures, segment_ops, live_at_end, streams);
     }
 }
 
@@ -759,28 +768,28 @@ fn forty_fifth_session_second_batch_matches_an_independent_walk_and_the_recordin
 /// stream of its own): the figures are the recording script's, printed on the device.
 #[test]
 fn forty_fifth_session_third_batch_matches_an_independent_walk_and_the_recording_script() {
+    // The default stream (10,734 allocations) and the copy stream (60).
     check_recorded_on_streams(
         "textnet_prefetch_train_bf16.pickle.xz",
         (10_794, 2_041.8, 4_220.0, 2.067),
         64,
         5,
+        2,
     );
-    // The default stream (10,734 allocations) and the copy stream (60).
-    assert_eq!(distinct_streams("textnet_prefetch_train_bf16.pickle.xz"), 2);
     check_recorded("videomae_masked_train_bf16.pickle.xz", (20_117, 12_173.3, 14_900.0, 1.224), 234, 3);
     check_recorded("sew_d_ctc_half_infer.pickle.xz", (7_160, 361.8, 546.0, 1.509), 34, 2);
     check_recorded("upernet_resnet50_half_infer.pickle.xz", (6_855, 1_048.8, 1_992.0, 1.899), 28, 0);
     check_recorded("dac_16khz_infer.pickle.xz", (7_120, 1_172.9, 2_130.0, 1.816), 34, 1);
     check_recorded("univnet_vocoder_infer.pickle.xz", (2_637, 1_594.8, 2_292.0, 1.437), 15, 1);
     check_recorded("smollm3_small_greedy_generate.pickle.xz", (55_180, 128.3, 148.0, 1.154), 17, 1);
+    // The default stream (106 allocations) and each decoder's (54,267 and 50,077).
     check_recorded_on_streams(
         "arcee_two_stream_sample_generate.pickle.xz",
         (104_450, 296.8, 396.0, 1.334),
         45,
         2,
+        3,
     );
-    // The default stream (106 allocations) and each decoder's (54,267 and 50,077).
-    assert_eq!(distinct_streams("arcee_two_stream_sample_generate.pickle.xz"), 3);
 }
 
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
@@ -827,9 +836,8 @@ fn seventeenth_session_recordings_match_an_independent_walk_and_the_recording_sc
 fn eighteenth_session_recordings_match_an_independent_walk_and_the_recording_script() {
     check_recorded("latent_diffusion_sample.pickle.xz", (39_402, 2_411.8, 3_520.0, 1.460), 47, 2);
     check_recorded("mobilenet_infer.pickle.xz", (4_654, 355.5, 532.0, 1.496), 19, 2);
-    check_recorded_on_streams("dual_stream_infer.pickle.xz", (5_456, 1_028.5, 1_428.0, 1.388), 45, 9);
     // The default stream (717 allocations), the text tower's (2,411) and the image tower's (2,328).
-    assert_eq!(distinct_streams("dual_stream_infer.pickle.xz"), 3);
+    check_recorded_on_streams("dual_stream_infer.pickle.xz", (5_456, 1_028.5, 1_428.0, 1.388), 45, 9, 3);
     check_recorded("llama_padded_sample_generate.pickle.xz", (67_518, 407.6, 458.0, 1.124), 34, 1);
     check_recorded("small_lm_train.pickle.xz", (2_868, 542.4, 906.0, 1.670), 50, 3);
 }
@@ -852,8 +860,7 @@ fn nineteenth_session_recordings_match_an_independent_walk_and_the_recording_scr
 #[test]
 fn twentieth_session_recordings_match_an_independent_walk_and_the_recording_script() {
     check_recorded("mixtral_sample_generate.pickle.xz", (39_462, 1_037.2, 1_166.0, 1.124), 26, 1);
-    check_recorded_on_streams("static_cache_generate.pickle.xz", (15_647, 397.3, 554.0, 1.394), 67, 2);
-    assert_eq!(distinct_streams("static_cache_generate.pickle.xz"), 2);
+    check_recorded_on_streams("static_cache_generate.pickle.xz", (15_647, 397.3, 554.0, 1.394), 67, 2, 2);
     check_recorded("knn_retrieval.pickle.xz", (844, 1_764.0, 2_396.0, 1.358), 15, 1);
     check_recorded("gru_translate.pickle.xz", (5_396, 574.0, 890.0, 1.551), 18, 2);
     check_recorded("simclr_train.pickle.xz", (5_090, 3_884.6, 5_246.0, 1.350), 67, 3);
