@@ -3,7 +3,7 @@
 
     python3 scripts/placement_bound.py LOG... [--page-size BYTES] [--granule BYTES] [--split-after EVENTS]
                                       [--predict-after EVENTS] [--unknown long|short] [--small-below BYTES[,BYTES...]]
-                                      [--page-aware CANDIDATES] [--json FILE]
+                                      [--page-aware CANDIDATES] [--share-pages always|at-peak] [--json FILE]
 
 A placement log of `memcarve replay --placements FILE` holds the trace's requests in replay order (`alloc,<id>,
 <offset>,<requested size>` and `free,<id>,,`); this script reads those lines alone, whatever policy wrote the log,
@@ -29,6 +29,14 @@ a region per size class: `65536,1048576` keeps requests under 64 KiB, those from
 apart), and `--page-aware N` places each
 request where it touches the fewest pages no live request touches, among either end of the N smallest free ranges
 that hold it and the top (then the smaller range, then the lower address), instead of by best fit.
+
+`--share-pages` adds a heap that places as the best fit does but lets physical pages back several address pages
+at once where their live bytes do not overlap (CUDA maps one physical allocation at any number of addresses): an
+address page that a request touches only in part, and no live request touches yet, shows the physical page in use
+holding the most live bytes among those with none where the request's are (a fresh page when none has room). What
+each physical page holds through one address is blocked at its others (taken out of the free ranges, as if
+allocated) until it is freed, so that placements never overlap through another address; `at-peak` shares only
+where a fresh page would raise the peak committed so far. Online (it looks only at what is live), memory only.
 
 One line per log: the peak live bytes, and for each heap its overhead (peak committed over peak live bytes) and its
 operations; with `--json`, the same as a list of objects. A log it cannot read (missing, an `alloc` line short of
@@ -91,18 +99,22 @@ class Region:
         self.by_start = {}
         self.by_end = {}
         self.by_size = []
+        # The starts of the free ranges, sorted (for `carve_at`).
+        self.starts = []
         self.top = base
 
     def _remove(self, start):
         size = self.by_start.pop(start)
         del self.by_end[start + size]
         del self.by_size[bisect.bisect_left(self.by_size, (size, start))]
+        del self.starts[bisect.bisect_left(self.starts, start)]
         return size
 
     def _insert(self, start, size):
         self.by_start[start] = size
         self.by_end[start + size] = start
         bisect.insort(self.by_size, (size, start))
+        bisect.insort(self.starts, start)
 
     def _carve(self, start, found, place, size):
         """Takes `[place, place + size)` out of the free range `[start, start + found)`; what is left either side
@@ -141,6 +153,20 @@ class Region:
             self.top += size
             return place
         return self._carve(*chosen, place, size)
+
+    def carve_at(self, start, size):
+        """Takes `[start, start + size)`, which must be free: inside one free range, or at or above the top (the
+        addresses between the top and `start` become a free range)."""
+        if start >= self.top:
+            if start > self.top:
+                self._insert(self.top, start - self.top)
+            self.top = start + size
+            return
+        index = bisect.bisect_right(self.starts, start) - 1
+        found = self.by_start[self.starts[index]] if index >= 0 else 0
+        if index < 0 or start + size > self.starts[index] + found:
+            raise ValueError(f"[{start}, {start + size}) is not free")
+        self._carve(self.starts[index], found, start, size)
 
     def give(self, start, size):
         """Frees `[start, start + size)`, merged with free neighbours (and with the top when it ends there)."""
@@ -207,6 +233,124 @@ def replay(events, page_size, granule, region_of=lambda ident, size: 0, page_awa
             "ops": ops}
 
 
+def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, check=False):
+    """`replay`'s best fit with physical pages shared: an address page that a new request touches only in part, and
+    that no live request touches yet, is backed by the physical page in use elsewhere holding the most live bytes
+    among those whose bytes are disjoint from the request's (offsets within the page; a fresh physical page when
+    none is), as CUDA can map one physical page at several addresses. Each physical page's live bytes, through
+    whichever address, are blocked (taken out of the free ranges, as if allocated) at every other address page it
+    backs, so that no later placement overlaps them; a page that no live request touches any more stops showing its
+    physical page, and a physical page shown nowhere is released. Committed memory counts physical pages. An online
+    rule (it looks only at what is live), not a bound; it costs no operation beyond `replay`'s (a new address page
+    backed is one mapping of the allocation that needs it, as there). With `at_peak`, pages are shared only where a
+    fresh one would raise the peak committed so far. With `check` (for tests), after every event: no two live
+    spans on one physical page overlap, and each address page's blocked bytes are those its physical page holds
+    through its other addresses."""
+    regions = {}
+    live = {}
+    # Address page -> its physical page, and the live requests touching it; physical page -> the live bytes on it
+    # as sorted (low, high, address page) offsets, and the address pages showing it; address page -> the offsets
+    # blocked there (bytes its physical page holds through other addresses).
+    backing, touching, held, shown_at, blocked = {}, {}, {}, {}, {}
+    fresh = live_bytes = peak_live = committed = peak_committed = ops = shared = 0
+
+    def pieces(start, size):
+        for page in pages_of(start, size, page_size):
+            base = page * page_size
+            yield page, max(start, base) - base, min(start + size, base + page_size) - base
+
+    def block(page, low, high):
+        region_at(page).carve_at(page * page_size + low, high - low)
+        blocked.setdefault(page, []).append((low, high))
+
+    def unblock(page, low, high):
+        blocked[page].remove((low, high))
+        if not blocked[page]:
+            del blocked[page]
+        region_at(page).give(page * page_size + low, high - low)
+
+    def region_at(page):
+        return regions[(page * page_size) >> 48]
+
+    def candidate(low, high):
+        """The physical page in use holding the most live bytes, none of them in `[low, high)`."""
+        best, chosen = -1, None
+        for physical, spans in held.items():
+            used = sum(b - a for a, b, _ in spans)
+            if used > best and used + high - low <= page_size and all(b <= low or high <= a for a, b, _ in spans):
+                best, chosen = used, physical
+        return chosen
+
+    for kind, ident, size in events:
+        if kind == "alloc":
+            rounded = rounded_up(size, granule)
+            key = region_of(ident, rounded)
+            region = regions.setdefault(key, Region(key << 48))
+            start = region.take(rounded)
+            live[ident] = (start, rounded, size, key)
+            live_bytes += size
+            peak_live = max(peak_live, live_bytes)
+            mapped = False
+            for page, low, high in pieces(start, rounded):
+                physical = backing.get(page)
+                if physical is None:
+                    mapped = True
+                    sharing = high - low < page_size and (not at_peak or committed >= peak_committed)
+                    physical = candidate(low, high) if sharing else None
+                    if physical is None:
+                        physical, fresh = fresh, fresh + 1
+                        held[physical], shown_at[physical] = [], set()
+                        committed += 1
+                    else:
+                        shared += 1
+                        for a, b, _ in held[physical]:
+                            block(page, a, b)
+                    backing[page] = physical
+                    shown_at[physical].add(page)
+                    touching[page] = 0
+                for other in shown_at[physical]:
+                    if other != page:
+                        block(other, low, high)
+                bisect.insort(held[physical], (low, high, page))
+                touching[page] += 1
+            ops += mapped
+            peak_committed = max(peak_committed, committed)
+        elif ident in live:
+            start, rounded, size, key = live.pop(ident)
+            live_bytes -= size
+            regions[key].give(start, rounded)
+            unmapped = False
+            for page, low, high in pieces(start, rounded):
+                physical = backing[page]
+                held[physical].remove((low, high, page))
+                for other in shown_at[physical]:
+                    if other != page:
+                        unblock(other, low, high)
+                touching[page] -= 1
+                if touching[page] == 0:
+                    unmapped = True
+                    for a, b in list(blocked.get(page, ())):
+                        unblock(page, a, b)
+                    del touching[page], backing[page]
+                    shown_at[physical].discard(page)
+                    if not shown_at[physical]:
+                        del shown_at[physical], held[physical]
+                        committed -= 1
+            ops += unmapped
+        if check:
+            for physical, spans in held.items():
+                if any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
+                    raise AssertionError(f"physical page {physical}: overlapping live spans {spans}")
+                for page in shown_at[physical]:
+                    others = sorted((a, b) for a, b, at in spans if at != page)
+                    if sorted(blocked.get(page, ())) != others:
+                        raise AssertionError(f"address page {page}: blocked {blocked.get(page)}, held {others}")
+    peak_committed_bytes = peak_committed * page_size
+    overhead = peak_committed_bytes / peak_live if peak_live else 1.0
+    return {"peak_live_bytes": peak_live, "peak_committed_bytes": peak_committed_bytes, "overhead": overhead,
+            "ops": ops, "shared_mappings": shared}
+
+
 def predicted_long(events, after, granule, unknown_long):
     """Per allocation, the online guess: the last freed allocation of its rounded size lived more than `after`
     events (a size not freed yet: `unknown_long`)."""
@@ -224,7 +368,7 @@ def predicted_long(events, after, granule, unknown_long):
 
 
 def bound(path, page_size, granule, split_after=None, predict_after=None, unknown_long=True, small_below=(),
-          page_aware=0):
+          page_aware=0, share_pages=None):
     """The heaps `main` reports for the log at `path`. Each size class that the sizes `small_below` mark out
     (requests below the first, from the first to the second, ..., the rest) has a region of its own in each heap;
     with `page_aware`, each heap places by new pages touched (see `replay`)."""
@@ -245,6 +389,9 @@ def bound(path, page_size, granule, split_after=None, predict_after=None, unknow
         guess = predicted_long(events, predict_after, granule, unknown_long)
         result["online_split"] = replay(
             events, page_size, granule, lambda ident, size: small(size) + int(guess[ident]), page_aware)
+    if share_pages:
+        result["shared_pages"] = replay_shared(events, page_size, granule, lambda _, size: small(size),
+                                               share_pages == "at-peak")
     result["peak_live_bytes"] = result[first]["peak_live_bytes"]
     return result
 
@@ -270,6 +417,7 @@ def main(argv=None):
     parser.add_argument("--unknown", choices=("long", "short"), default="long")
     parser.add_argument("--small-below", type=sizes, default=(), metavar="BYTES[,BYTES...]")
     parser.add_argument("--page-aware", type=int, default=0, metavar="CANDIDATES")
+    parser.add_argument("--share-pages", choices=("always", "at-peak"))
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     if args.page_size <= 0 or args.granule <= 0:
@@ -280,13 +428,13 @@ def main(argv=None):
     for path in args.logs:
         try:
             result = bound(path, args.page_size, args.granule, args.split_after, args.predict_after,
-                           args.unknown == "long", args.small_below, args.page_aware)
+                           args.unknown == "long", args.small_below, args.page_aware, args.share_pages)
         except (OSError, ValueError) as error:
             print(f"placement_bound.py: {error}", file=sys.stderr)
             return 1
         results.append(result)
         parts = [f"{path}: peak live {result['peak_live_bytes']} bytes"]
-        for name in ("best_fit", "page_aware", "hindsight_split", "online_split"):
+        for name in ("best_fit", "page_aware", "hindsight_split", "online_split", "shared_pages"):
             if name in result:
                 heap = result[name]
                 parts.append(f"{name.replace('_', ' ')} {heap['overhead']:.3f} x, {heap['ops']} ops")

@@ -1,5 +1,5 @@
-"""Tests of placement_bound.py on small hand-made logs: best fit, merging, page counts, operations, size classes and
-the two lifetime splits.
+"""Tests of placement_bound.py on small hand-made logs: best fit, merging, page counts, operations, size classes,
+the two lifetime splits and shared physical pages.
 
     python3 -m unittest discover -s scripts -p 'test_*.py'
 """
@@ -168,6 +168,73 @@ class SizeClassTest(unittest.TestCase):
         for text in ("x", "-1", "65536,"):
             with self.assertRaises(argparse.ArgumentTypeError, msg=text):
                 placement_bound.sizes(text)
+
+
+class CarveTest(unittest.TestCase):
+    def test_inside_a_range_and_above_the_top(self):
+        region = placement_bound.Region(0)
+        starts = [region.take(100) for _ in range(3)]
+        region.give(starts[1], 100)
+        region.carve_at(120, 30)
+        self.assertEqual(sorted(region.by_size), [(20, 100), (50, 150)])
+        # Above the top: the gap between becomes a free range.
+        region.carve_at(400, 50)
+        self.assertEqual((region.top, region.by_start[300]), (450, 100))
+        with self.assertRaises(ValueError):
+            region.carve_at(140, 20)
+
+
+# A page of 4 KiB, a granule of 1 byte: `a` and `b` fill page 0, `a` is freed, and `c` fills page 1 and the first
+# quarter of page 2, where page 0's physical page is free (`b` holds its last three quarters).
+SHARED = events(("a", 1, 1024), ("a", 2, 3072), ("f", 1), ("a", 3, 5120))
+
+
+class SharedPagesTest(unittest.TestCase):
+    def test_a_partly_used_page_shows_a_physical_page_in_use(self):
+        plain = placement_bound.replay(SHARED, 4096, 1)
+        shared = placement_bound.replay_shared(SHARED, 4096, 1, check=True)
+        self.assertEqual(plain["peak_committed_bytes"], 3 * 4096)
+        self.assertEqual((shared["peak_committed_bytes"], shared["shared_mappings"]), (2 * 4096, 1))
+        # Page 0's first quarter now holds `c`'s last bytes: a request of that size cannot go there.
+        more = placement_bound.replay_shared(SHARED + events(("a", 4, 1024)), 4096, 1, check=True)
+        self.assertEqual(more["peak_committed_bytes"], 3 * 4096)
+
+    def test_freed_pages_stop_sharing_and_give_their_bytes_back(self):
+        # `c` freed: page 2 stops showing page 0's physical page, page 1's is released, and page 0's first quarter
+        # is free again for `d`, with no mapping.
+        log = SHARED + events(("f", 3), ("a", 4, 1024))
+        shared = placement_bound.replay_shared(log, 4096, 1, check=True)
+        # a's mapping, c's mapping, c's unmap; none for d.
+        self.assertEqual(shared["ops"], 3)
+        self.assertEqual(shared["peak_committed_bytes"], 2 * 4096)
+
+    def test_only_at_a_peak(self):
+        # At `c`, a fresh page would raise the peak (two pages before): it shares, as without the rule.
+        self.assertEqual(placement_bound.replay_shared(SHARED, 4096, 1, at_peak=True)["shared_mappings"], 1)
+        # With a third page mapped before, and freed, `c`'s second page is under the peak: a fresh one.
+        log = events(("a", 9, 3 * 4096), ("f", 9)) + SHARED
+        result = placement_bound.replay_shared(log, 4096, 1, at_peak=True, check=True)
+        self.assertEqual((result["shared_mappings"], result["peak_committed_bytes"]), (0, 3 * 4096))
+
+    def test_random_logs_keep_spans_apart(self):
+        import random
+        rng = random.Random(7)
+        shared = 0
+        for _ in range(20):
+            log, live, ident = [], [], 0
+            for _ in range(300):
+                if live and rng.random() < 0.45:
+                    log += events(("f", live.pop(rng.randrange(len(live)))))
+                else:
+                    ident += 1
+                    live.append(ident)
+                    log += events(("a", ident, rng.choice((100, 700, 1500, 3000, 5000, 9000))))
+            for at_peak in (False, True):
+                result = placement_bound.replay_shared(log, 4096, 1, at_peak=at_peak, check=True)
+                self.assertGreaterEqual(result["peak_committed_bytes"], result["peak_live_bytes"])
+                shared += result["shared_mappings"]
+        # The logs do share pages (hundreds of times), so the checks above looked at shared pages.
+        self.assertGreater(shared, 100)
 
 
 class CommandTest(unittest.TestCase):
