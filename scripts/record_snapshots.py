@@ -9486,13 +9486,24 @@ def textnet_prefetch_train_bf16(torch):
     from transformers import TextNetConfig, TextNetForImageClassification
 
     torch.manual_seed(0)
-    model = TextNetForImageClassification(TextNetConfig(num_labels=100))
     steps = [(32, 384), (8, 640), (64, 256), (16, 512), (48, 320), (12, 576), (24, 448), (64, 224), (10, 608),
              (40, 352), (20, 480), (56, 288)]  # batch, image side
+    # The model is built here and held by the helper alone, so that its `del` frees it as before the helper.
+    return prefetch_train_bf16(torch, TextNetForImageClassification(TextNetConfig(num_labels=100)), steps,
+                               lambda params: torch.optim.AdamW(params, lr=1e-4),
+                               lambda model, images, labels: model(pixel_values=images, labels=labels).loss)
+
+
+def prefetch_train_bf16(torch, model, steps, make_optimizer, loss_of, classes=100):
+    """Trains `model` (built on the host) with bf16 autocast for `steps` of (batch, image side), the input pipeline on
+    a copy stream one batch ahead: uint8 batches made in pinned host memory before recording, copied to the GPU and
+    normalised on the copy stream, labels (of `classes`) drawn there, each batch handed to the default stream with an
+    event and `record_stream`. `loss_of(model, images, labels)` gives a step's loss. Returns the steps, the losses
+    and the copy stream's handle."""
     host = [torch.randint(0, 256, (batch, 3, side, side), dtype=torch.uint8).pin_memory() for batch, side in steps]
     start_recording(torch)
     model = model.cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt = make_optimizer(model.parameters())
     main, copy_stream = torch.cuda.current_stream(), torch.cuda.Stream()
     mean = torch.tensor([0.485, 0.456, 0.406], device="cuda").view(1, 3, 1, 1) * 255
     std = torch.tensor([0.229, 0.224, 0.225], device="cuda").view(1, 3, 1, 1) * 255
@@ -9503,7 +9514,7 @@ def textnet_prefetch_train_bf16(torch):
         with torch.cuda.stream(copy_stream):
             raw = host[i].to("cuda", non_blocking=True)
             images = (raw.float() - mean) / std
-            labels = torch.randint(0, 100, (raw.shape[0],), device="cuda", generator=gen)
+            labels = torch.randint(0, classes, (raw.shape[0],), device="cuda", generator=gen)
             del raw
         return images, labels, copy_stream.record_event()
 
@@ -9516,7 +9527,7 @@ def textnet_prefetch_train_bf16(torch):
         if i + 1 < len(steps):
             pending = load(i + 1)
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(pixel_values=images, labels=labels).loss
+            loss = loss_of(model, images, labels)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -9668,6 +9679,162 @@ def arcee_two_stream_sample_generate(torch):
                                  config.vocab_size, low=3)
 
 
+def dla34_prefetch_train_bf16(torch):
+    """A DLA-34 image classifier through timm (`timm.create_model('dla34', pretrained=False, num_classes=100)`: deep
+    layer aggregation, a full-resolution 7 x 7 stem and two convolution levels of 16 and 32 channels, then four
+    levels of residual basic blocks to 512 channels merged by iterative aggregation trees whose root nodes
+    concatenate their children and fuse them with a 1 x 1 convolution (max-pooled shortcuts), BatchNorm, about 15 M
+    parameters, 100 classes) trained with bf16 autocast, AdamW, 12 steps of (batch, image side) from (8, 640) to
+    (128, 192), sides multiples of 32 as the trees' pooled shortcuts need, on two streams: the input pipeline runs
+    on a copy stream one batch ahead (uint8 batches from pinned host memory copied and normalised there, labels
+    drawn there) and hands each batch to the default stream (events and `record_stream`), as
+    textnet_prefetch_train_bf16 does. Written in the forty-sixth session, before it was recorded, in an eighth
+    untargeted held-out batch of the default policy."""
+    import timm
+
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    steps = [(48, 320), (8, 640), (96, 224), (16, 512), (64, 288), (12, 576), (32, 384), (128, 192), (10, 608),
+             (40, 352), (24, 448), (80, 256)]  # batch, image side
+    return prefetch_train_bf16(torch, timm.create_model("dla34", pretrained=False, num_classes=100), steps,
+                               lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05),
+                               lambda model, images, labels: F.cross_entropy(model(images), labels))
+
+
+def xcit_tiny_train_bf16(torch):
+    """An XCiT-T12/16 image classifier through timm
+    (`timm.create_model('xcit_tiny_12_p16_224', pretrained=False, num_classes=100)`: a convolutional patch embedding of
+    four stride-2 3 x 3 convolutions with BatchNorm, a Fourier position encoding made for each image size, 12 layers
+    192 wide whose cross-covariance attention mixes the 48 channels of each of 4 heads (a 48 x 48 attention over
+    L2-normalised queries and keys with a learned temperature, whatever the number of patches), each followed by a
+    local patch interaction (two 3 x 3 depthwise convolutions, BatchNorm between) and an MLP of 768, then 2
+    class-attention layers, about 7 M parameters, 100 classes) trained with bf16 autocast (`train_classifier`),
+    AdamW, 12 steps of (batch, image side) from (16, 448) to (192, 128), about 13,000 patches a step. Written in the
+    forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of the default policy."""
+    import timm
+
+    torch.manual_seed(0)
+    sides = [(64, 224), (128, 160), (32, 320), (96, 192), (16, 448), (48, 256), (192, 128), (24, 384), (80, 208),
+             (40, 288), (112, 176), (56, 240)]  # batch, image side (multiples of 16)
+    shapes = [(batch, 3, side, side) for batch, side in sides]
+    losses = train_classifier(torch, timm.create_model("xcit_tiny_12_p16_224", pretrained=False, num_classes=100),
+                              shapes, lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05),
+                              classes=100, autocast_dtype=torch.bfloat16)
+    return {"shapes": shapes, "losses": losses}
+
+
+def hrnet_w18_small_half_infer(torch):
+    """An HRNet-W18-Small image classifier through timm
+    (`timm.create_model('hrnet_w18_small', pretrained=False, num_classes=1000)`: a stem of two stride-2 3 x 3
+    convolutions to 64 channels, a bottleneck stage, then stages of 2, 3 and 4 parallel branches at a quarter, an
+    eighth, a sixteenth and a thirty-second of the image side (16, 32, 64 and 128 channels, two basic blocks each)
+    that exchange features after every stage (strided convolutions down, 1 x 1 convolutions and nearest upsampling
+    up, summed), a classification head of bottleneck increments merging the branches into 2,048 channels,
+    BatchNorm, about 13 M parameters), moved to the GPU in fp32 and converted there (`infer_converted`), 8 (batch,
+    image side) shapes from (1, 640) to (64, 192), each twice, sides multiples of 32 as the branches' upsampling
+    needs. Written in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of the
+    default policy."""
+    import timm
+
+    return infer_converted(torch, lambda: timm.create_model("hrnet_w18_small", pretrained=False, num_classes=1000),
+                           [(8, 256), (1, 640), (32, 224), (4, 448), (16, 320), (2, 512), (64, 192), (12, 384)])
+
+
+def cait_xxs24_half_infer(torch):
+    """A CaiT-XXS24 image classifier through timm
+    (`timm.create_model('cait_xxs24_224', pretrained=False, num_classes=1000)`: 196 patches of 16 pixels of a
+    224-pixel image, 24 layers 192 wide whose attention mixes its 4 heads linearly before and after the softmax
+    (talking heads: whole batch x heads x 196 x 196 score tensors, no fused attention), LayerScale, then 2
+    class-attention layers in which only the class token attends, about 12 M parameters), moved to the GPU in fp32
+    and converted there (`infer_converted`), 8 batches from 1 to 256 images of 224 pixels (the position embeddings
+    are fixed), each twice. Written in the forty-sixth session, before it was recorded, in an eighth untargeted
+    held-out batch of the default policy."""
+    import timm
+
+    return infer_converted(torch, lambda: timm.create_model("cait_xxs24_224", pretrained=False, num_classes=1000),
+                           [(32, 224), (2, 224), (128, 224), (8, 224), (64, 224), (1, 224), (256, 224), (16, 224)])
+
+
+def sequencer2d_s_infer(torch):
+    """A Sequencer2D-S image classifier through timm
+    (`timm.create_model('sequencer2d_s', pretrained=False, num_classes=1000)`: a 7 x 7 patch embedding to 192
+    channels, then 4, 3, 8 and 3 blocks (192 channels, then 384 after a stride-2 patch merging) whose token mixing
+    is a bidirectional LSTM run down every column of the patch grid and another along every row (48, then 96 hidden
+    units each way, cuDNN, batch x columns and batch x rows sequences), concatenated and projected back, each
+    followed by an MLP of ratio 3, about 28 M parameters) kept in fp32, 8 (batch, image side) shapes from (1, 448)
+    to (48, 168) of random fp32 images, each twice (`infer_images`), scored by the summed top softmax
+    probabilities. Written in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch
+    of the default policy."""
+    import timm
+
+    torch.manual_seed(0)
+    shapes = [(8, 224), (1, 448), (32, 224), (4, 336), (16, 280), (2, 392), (48, 168), (12, 252)]
+    checksum = infer_images(torch, timm.create_model("sequencer2d_s", pretrained=False, num_classes=1000), shapes,
+                            lambda m: m.cuda().eval(), image_score, image_dtype=torch.float32)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def dpn68_infer(torch):
+    """A DPN-68 image classifier through timm (`timm.create_model('dpn68', pretrained=False, num_classes=1000)`: a
+    dual path network, a stride-2 3 x 3 stem of 10 channels and max pooling, then 3, 4, 12 and 3 blocks of grouped
+    (32 groups) pre-activation bottlenecks whose output splits into a residual path added to the block's input and a
+    densely connected path concatenated to it (16, 32, 32 and 64 more channels a block, so every block allocates a
+    wider concatenation), about 13 M parameters) kept in fp32, 8 (batch, image side) shapes from (1, 512) to (64,
+    192) of random fp32 images, each twice (`infer_images`), scored by the summed top softmax probabilities. Written
+    in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of the default
+    policy."""
+    import timm
+
+    torch.manual_seed(0)
+    shapes = [(8, 256), (1, 512), (32, 224), (4, 384), (16, 288), (2, 448), (64, 192), (12, 320)]
+    checksum = infer_images(torch, timm.create_model("dpn68", pretrained=False, num_classes=1000), shapes,
+                            lambda m: m.cuda().eval(), image_score, image_dtype=torch.float32)
+    return {"shapes": shapes, "checksum": checksum}
+
+
+def exaone4_small_greedy_generate(torch):
+    """A small EXAONE-4-style decoder through transformers (`Exaone4ForCausalLM(Exaone4Config(...))`: 6 layers 512
+    wide, 8 heads of 64 sharing 2 key-value heads with RMS-normalised queries and keys, the first two of every three
+    layers attending within a sliding window of 256 tokens with rotary embeddings and the third to every token
+    without position embeddings, each sublayer's output RMS-normalised before the residual sum (no norm before it),
+    a cache that keeps only the last 255 tokens of the sliding layers, 32k vocabulary), fp16, greedy `generate` for
+    4 rounds (batch, prompt, new tokens) from (1, 1024, 64) to (16, 96, 32), most prompts longer than the window.
+    Written in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of the default
+    policy."""
+    from transformers import Exaone4Config, Exaone4ForCausalLM
+
+    torch.manual_seed(0)
+    config = Exaone4Config(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                           num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=2048,
+                           sliding_window=256, sliding_window_pattern=3,
+                           layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2,
+                           pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(4, 384, 48), (1, 1024, 64), (16, 96, 32), (8, 640, 40)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Exaone4ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def jetmoe_small_sample_generate(torch):
+    """A small JetMoE-style decoder through transformers (`JetMoeForCausalLM(JetMoeConfig(...))`: 6 layers 512 wide
+    whose attention is a mixture of 8 attention experts (each token routed to 2 of them, each expert with its own
+    query and output projections for 4 heads of 64, so 8 query heads over 4 shared key-value heads) and whose
+    feed-forward is a mixture of 8 gated experts of 1,024 (top 2), the tokens gathered per expert and added back
+    (`index_add`) in both, the experts' token counts read on the host in every layer, tied 32k embeddings), fp16,
+    `generate` sampling the 50 likeliest tokens for 4 rounds (batch, prompt, new tokens) from (2, 640, 56) to (20,
+    64, 32). Written in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of
+    the default policy."""
+    from transformers import JetMoeConfig, JetMoeForCausalLM
+
+    torch.manual_seed(0)
+    config = JetMoeConfig(vocab_size=32000, hidden_size=512, num_hidden_layers=6, num_key_value_heads=4,
+                          kv_channels=64, intermediate_size=1024, num_local_experts=8, num_experts_per_tok=2,
+                          max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    # num_attention_heads is derived: num_key_value_heads x num_experts_per_tok = 8, and 512 / 8 = kv_channels
+    rounds = [(8, 192, 40), (2, 640, 56), (20, 64, 32), (4, 448, 48)]  # batch, prompt, new tokens
+    return generate_rounds(torch, JetMoeForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -9785,7 +9952,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      diffllama_small_sample_generate, textnet_prefetch_train_bf16,
                                      videomae_masked_train_bf16, sew_d_ctc_half_infer, upernet_resnet50_half_infer,
                                      dac_16khz_infer, univnet_vocoder_infer, smollm3_small_greedy_generate,
-                                     arcee_two_stream_sample_generate)}
+                                     arcee_two_stream_sample_generate, dla34_prefetch_train_bf16,
+                                     xcit_tiny_train_bf16, hrnet_w18_small_half_infer, cait_xxs24_half_infer,
+                                     sequencer2d_s_infer, dpn68_infer, exaone4_small_greedy_generate,
+                                     jetmoe_small_sample_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
@@ -9862,7 +10032,7 @@ def versions(torch):
     """torch, CUDA, library versions, the GPU and the time of the recording (UTC)."""
     result = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(),
               "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
-    for module in ("transformers", "torchvision"):
+    for module in ("transformers", "torchvision", "timm"):
         result[module] = sys.modules[module].__version__ if module in sys.modules else None
     return result
 
