@@ -792,6 +792,29 @@ fn forty_fifth_session_third_batch_matches_an_independent_walk_and_the_recording
     );
 }
 
+/// An eighth untargeted held-out batch, written and pre-registered in the forty-sixth session (six of its families from
+/// timm, a library no workload used before) and recorded there (2026-12-06 08:15-08:18 UTC, one device call on an
+/// H100), unseen by the policy, one of it on two streams (a training run whose batches come from a copy stream): the
+/// figures are the recording script's, printed on the device.
+#[test]
+fn forty_sixth_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    // The default stream (8,906 allocations) and the copy stream (60).
+    check_recorded_on_streams(
+        "dla34_prefetch_train_bf16.pickle.xz",
+        (8_966, 2_827.8, 4_962.0, 1.755),
+        92,
+        2,
+        2,
+    );
+    check_recorded("xcit_tiny_train_bf16.pickle.xz", (37_202, 2_490.6, 3_310.0, 1.329), 203, 3);
+    check_recorded("hrnet_w18_small_half_infer.pickle.xz", (8_851, 251.8, 606.0, 2.407), 21, 2);
+    check_recorded("cait_xxs24_half_infer.pickle.xz", (13_498, 483.0, 678.0, 1.404), 38, 2);
+    check_recorded("sequencer2d_s_infer.pickle.xz", (9_362, 514.1, 774.0, 1.506), 23, 2);
+    check_recorded("dpn68_infer.pickle.xz", (4_631, 687.4, 1_264.0, 1.839), 32, 0);
+    check_recorded("exaone4_small_greedy_generate.pickle.xz", (79_138, 232.5, 256.0, 1.101), 20, 1);
+    check_recorded("jetmoe_small_sample_generate.pickle.xz", (130_487, 285.8, 312.0, 1.092), 26, 1);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
