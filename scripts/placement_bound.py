@@ -3,7 +3,7 @@
 
     python3 scripts/placement_bound.py LOG... [--page-size BYTES] [--granule BYTES] [--split-after EVENTS]
                                       [--predict-after EVENTS] [--unknown long|short] [--small-below BYTES[,BYTES...]]
-                                      [--page-aware CANDIDATES] [--share-pages always|at-peak] [--json FILE]
+                                      [--page-aware CANDIDATES] [--share-pages MODE] [--json FILE]
 
 A placement log of `memcarve replay --placements FILE` holds the trace's requests in replay order (`alloc,<id>,
 <offset>,<requested size>` and `free,<id>,,`); this script reads those lines alone, whatever policy wrote the log,
@@ -36,7 +36,9 @@ address page that a request touches only in part, and no live request touches ye
 holding the most live bytes among those with none where the request's are (a fresh page when none has room). What
 each physical page holds through one address is blocked at its others (taken out of the free ranges, as if
 allocated) until it is freed, so that placements never overlap through another address; `at-peak` shares only
-where a fresh page would raise the peak committed so far. Online (it looks only at what is live), memory only.
+where a fresh page would raise the peak committed so far. `closed` and `closed-at-peak` share the same way but keep
+no spans: while a physical page backs two address pages with live bytes, both are closed to new requests (what a
+heap could do with no more than a check at the choice). Online (they look only at what is live), memory only.
 
 One line per log: the peak live bytes, and for each heap its overhead (peak committed over peak live bytes) and its
 operations; with `--json`, the same as a list of objects. A log it cannot read (missing, an `alloc` line short of
@@ -233,6 +235,24 @@ def replay(events, page_size, granule, region_of=lambda ident, size: 0, page_awa
             "ops": ops}
 
 
+def page_pieces(start, size, page_size):
+    """(page, low, high) for each page `[start, start + size)` touches: the offsets it covers within the page."""
+    for page in pages_of(start, size, page_size):
+        base = page * page_size
+        yield page, max(start, base) - base, min(start + size, base + page_size) - base
+
+
+def fullest_disjoint(held, low, high, page_size):
+    """Of the physical pages in use (`held`: page -> its live (low, high, address page) spans), the one holding the
+    most live bytes with none in `[low, high)` and room for them, or None."""
+    best, chosen = -1, None
+    for physical, spans in held.items():
+        used = sum(b - a for a, b, _ in spans)
+        if used > best and used + high - low <= page_size and all(b <= low or high <= a for a, b, _ in spans):
+            best, chosen = used, physical
+    return chosen
+
+
 def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, check=False):
     """`replay`'s best fit with physical pages shared: an address page that a new request touches only in part, and
     that no live request touches yet, is backed by the physical page in use elsewhere holding the most live bytes
@@ -255,9 +275,7 @@ def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, a
     fresh = live_bytes = peak_live = committed = peak_committed = ops = shared = 0
 
     def pieces(start, size):
-        for page in pages_of(start, size, page_size):
-            base = page * page_size
-            yield page, max(start, base) - base, min(start + size, base + page_size) - base
+        return page_pieces(start, size, page_size)
 
     def block(page, low, high):
         region_at(page).carve_at(page * page_size + low, high - low)
@@ -271,15 +289,6 @@ def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, a
 
     def region_at(page):
         return regions[(page * page_size) >> 48]
-
-    def candidate(low, high):
-        """The physical page in use holding the most live bytes, none of them in `[low, high)`."""
-        best, chosen = -1, None
-        for physical, spans in held.items():
-            used = sum(b - a for a, b, _ in spans)
-            if used > best and used + high - low <= page_size and all(b <= low or high <= a for a, b, _ in spans):
-                best, chosen = used, physical
-        return chosen
 
     for kind, ident, size in events:
         if kind == "alloc":
@@ -296,7 +305,7 @@ def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, a
                 if physical is None:
                     mapped = True
                     sharing = high - low < page_size and (not at_peak or committed >= peak_committed)
-                    physical = candidate(low, high) if sharing else None
+                    physical = fullest_disjoint(held, low, high, page_size) if sharing else None
                     if physical is None:
                         physical, fresh = fresh, fresh + 1
                         held[physical], shown_at[physical] = [], set()
@@ -351,6 +360,118 @@ def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, a
             "ops": ops, "shared_mappings": shared}
 
 
+def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, check=False):
+    """`replay_shared`'s sharing in a simpler form, with no spans kept past the choice: while a physical page backs
+    two address pages or more that live requests touch, those pages are closed (every byte of them not live is
+    blocked, those freed meanwhile too), so no later request lands on them; a page that no live request touches any
+    more leaves the physical page and opens, and so does the last page left showing it. The choice of a physical
+    page to share is `replay_shared`'s (the fullest with none of its live bytes where the request's fall), `at_peak`
+    too. With `check`, after every event: no two live spans on one physical page overlap, and a closed page has no
+    free byte."""
+    regions = {}
+    live = {}
+    # As in `replay_shared`; `blocked`: address page -> absolute (start, size) ranges blocked while it is closed.
+    backing, touching, held, shown_at, blocked = {}, {}, {}, {}, {}
+    fresh = live_bytes = peak_live = committed = peak_committed = ops = shared = 0
+
+    def region_at(page):
+        return regions[(page * page_size) >> 48]
+
+    def free_in(page):
+        """The free ranges of `page`'s addresses, as (start, size), above its region's top included."""
+        region, low, high = region_at(page), page * page_size, (page + 1) * page_size
+        out = []
+        index = max(bisect.bisect_right(region.starts, low) - 1, 0)
+        while index < len(region.starts) and region.starts[index] < high:
+            start = region.starts[index]
+            a, b = max(start, low), min(start + region.by_start[start], high)
+            if a < b:
+                out.append((a, b - a))
+            index += 1
+        if region.top < high:
+            out.append((max(region.top, low), high - max(region.top, low)))
+        return out
+
+    def close(page):
+        if page not in blocked:
+            blocked[page] = []
+            for start, size in free_in(page):
+                region_at(page).carve_at(start, size)
+                blocked[page].append((start, size))
+
+    def reopen(page):
+        for start, size in blocked.pop(page, ()):
+            region_at(page).give(start, size)
+
+    for kind, ident, size in events:
+        if kind == "alloc":
+            rounded = rounded_up(size, granule)
+            key = region_of(ident, rounded)
+            region = regions.setdefault(key, Region(key << 48))
+            start = region.take(rounded)
+            live[ident] = (start, rounded, size, key)
+            live_bytes += size
+            peak_live = max(peak_live, live_bytes)
+            mapped = False
+            for page, low, high in page_pieces(start, rounded, page_size):
+                physical = backing.get(page)
+                if physical is None:
+                    mapped = True
+                    sharing = high - low < page_size and (not at_peak or committed >= peak_committed)
+                    physical = fullest_disjoint(held, low, high, page_size) if sharing else None
+                    if physical is None:
+                        physical, fresh = fresh, fresh + 1
+                        held[physical], shown_at[physical] = [], set()
+                        committed += 1
+                    else:
+                        shared += 1
+                    backing[page] = physical
+                    shown_at[physical].add(page)
+                    touching[page] = 0
+                bisect.insort(held[physical], (low, high, page))
+                touching[page] += 1
+                if len(shown_at[physical]) > 1:
+                    for other in shown_at[physical]:
+                        close(other)
+            ops += mapped
+            peak_committed = max(peak_committed, committed)
+        elif ident in live:
+            start, rounded, size, key = live.pop(ident)
+            live_bytes -= size
+            regions[key].give(start, rounded)
+            unmapped = False
+            for page, low, high in page_pieces(start, rounded, page_size):
+                physical = backing[page]
+                held[physical].remove((low, high, page))
+                touching[page] -= 1
+                if touching[page] == 0:
+                    unmapped = True
+                    reopen(page)
+                    del touching[page], backing[page]
+                    shown_at[physical].discard(page)
+                    if not shown_at[physical]:
+                        del shown_at[physical], held[physical]
+                        committed -= 1
+                    elif len(shown_at[physical]) == 1:
+                        reopen(next(iter(shown_at[physical])))
+                elif page in blocked:
+                    # Freed bytes of a closed page stay out of the free ranges.
+                    region_at(page).carve_at(page * page_size + low, high - low)
+                    blocked[page].append((page * page_size + low, high - low))
+            ops += unmapped
+        if check:
+            for physical, spans in held.items():
+                if any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
+                    raise AssertionError(f"physical page {physical}: overlapping live spans {spans}")
+            for page in blocked:
+                if free_in(page):
+                    raise AssertionError(f"closed address page {page} has free bytes {free_in(page)}")
+    peak_committed_bytes = peak_committed * page_size
+    overhead = peak_committed_bytes / peak_live if peak_live else 1.0
+    return {"peak_live_bytes": peak_live, "peak_committed_bytes": peak_committed_bytes, "overhead": overhead,
+            "ops": ops, "shared_mappings": shared}
+
+
 def predicted_long(events, after, granule, unknown_long):
     """Per allocation, the online guess: the last freed allocation of its rounded size lived more than `after`
     events (a size not freed yet: `unknown_long`)."""
@@ -390,8 +511,9 @@ def bound(path, page_size, granule, split_after=None, predict_after=None, unknow
         result["online_split"] = replay(
             events, page_size, granule, lambda ident, size: small(size) + int(guess[ident]), page_aware)
     if share_pages:
-        result["shared_pages"] = replay_shared(events, page_size, granule, lambda _, size: small(size),
-                                               share_pages == "at-peak")
+        heap = replay_closed if share_pages.startswith("closed") else replay_shared
+        result["shared_pages"] = heap(events, page_size, granule, lambda _, size: small(size),
+                                      share_pages.endswith("at-peak"))
     result["peak_live_bytes"] = result[first]["peak_live_bytes"]
     return result
 
@@ -417,7 +539,7 @@ def main(argv=None):
     parser.add_argument("--unknown", choices=("long", "short"), default="long")
     parser.add_argument("--small-below", type=sizes, default=(), metavar="BYTES[,BYTES...]")
     parser.add_argument("--page-aware", type=int, default=0, metavar="CANDIDATES")
-    parser.add_argument("--share-pages", choices=("always", "at-peak"))
+    parser.add_argument("--share-pages", choices=("always", "at-peak", "closed", "closed-at-peak"))
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     if args.page_size <= 0 or args.granule <= 0:

@@ -216,6 +216,25 @@ class SharedPagesTest(unittest.TestCase):
         result = placement_bound.replay_shared(log, 4096, 1, at_peak=True, check=True)
         self.assertEqual((result["shared_mappings"], result["peak_committed_bytes"]), (0, 3 * 4096))
 
+    def test_closed_pages_take_no_new_request_while_shared(self):
+        closed = placement_bound.replay_closed(SHARED, 4096, 1, check=True)
+        self.assertEqual((closed["peak_committed_bytes"], closed["shared_mappings"]), (2 * 4096, 1))
+        # Pages 0 and 2 show one physical page: both closed, so `d` goes above them, to a fresh page.
+        more = placement_bound.replay_closed(SHARED + events(("a", 4, 1024)), 4096, 1, check=True)
+        self.assertEqual(more["peak_committed_bytes"], 3 * 4096)
+        # `c` freed: page 2 leaves the physical page, page 0 is its only page again and opens; `d` fits there.
+        after = placement_bound.replay_closed(SHARED + events(("f", 3), ("a", 4, 1024)), 4096, 1, check=True)
+        self.assertEqual((after["ops"], after["peak_committed_bytes"]), (3, 2 * 4096))
+
+    def test_a_closed_page_keeps_freed_bytes_out(self):
+        # Page 0 holds `x` (from 1,024) and `y` (from 2,048) when `c`'s tail of 1,024 bytes at page 2 shares its
+        # physical page: page 0 closes; `x` freed there stays closed, and `d` goes to a fresh page above.
+        log = events(("a", 1, 1024), ("a", 5, 1024), ("a", 2, 2048), ("f", 1), ("a", 3, 5120), ("f", 5),
+                     ("a", 4, 1024))
+        result = placement_bound.replay_closed(log, 4096, 1, check=True)
+        self.assertEqual(result["shared_mappings"], 1)
+        self.assertEqual(result["peak_committed_bytes"], 3 * 4096)
+
     def test_random_logs_keep_spans_apart(self):
         import random
         rng = random.Random(7)
@@ -229,10 +248,11 @@ class SharedPagesTest(unittest.TestCase):
                     ident += 1
                     live.append(ident)
                     log += events(("a", ident, rng.choice((100, 700, 1500, 3000, 5000, 9000))))
-            for at_peak in (False, True):
-                result = placement_bound.replay_shared(log, 4096, 1, at_peak=at_peak, check=True)
-                self.assertGreaterEqual(result["peak_committed_bytes"], result["peak_live_bytes"])
-                shared += result["shared_mappings"]
+            for heap in (placement_bound.replay_shared, placement_bound.replay_closed):
+                for at_peak in (False, True):
+                    result = heap(log, 4096, 1, at_peak=at_peak, check=True)
+                    self.assertGreaterEqual(result["peak_committed_bytes"], result["peak_live_bytes"])
+                    shared += result["shared_mappings"]
         # The logs do share pages (hundreds of times), so the checks above looked at shared pages.
         self.assertGreater(shared, 100)
 
