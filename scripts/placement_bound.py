@@ -253,7 +253,8 @@ def fullest_disjoint(held, low, high, page_size):
     return chosen
 
 
-def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, check=False):
+def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, closed=False,
+                  check=False):
     """`replay`'s best fit with physical pages shared: an address page that a new request touches only in part, and
     that no live request touches yet, is backed by the physical page in use elsewhere holding the most live bytes
     among those whose bytes are disjoint from the request's (offsets within the page; a fresh physical page when
@@ -263,119 +264,32 @@ def replay_shared(events, page_size, granule, region_of=lambda ident, size: 0, a
     physical page, and a physical page shown nowhere is released. Committed memory counts physical pages. An online
     rule (it looks only at what is live), not a bound; it costs no operation beyond `replay`'s (a new address page
     backed is one mapping of the allocation that needs it, as there). With `at_peak`, pages are shared only where a
-    fresh one would raise the peak committed so far. With `check` (for tests), after every event: no two live
-    spans on one physical page overlap, and each address page's blocked bytes are those its physical page holds
-    through its other addresses."""
+    fresh one would raise the peak committed so far. With `closed`, no spans are kept past the choice: while a
+    physical page backs two address pages or more with live requests, those pages are closed (every byte of them
+    not live is blocked, bytes freed meanwhile too), and a page opens again once it alone shows its physical page.
+    With `check` (for tests), after every event: no two live spans on one physical page overlap, and each address
+    page's blocked bytes are what its physical page holds through its other addresses (`closed`: a closed page has
+    no free byte)."""
     regions = {}
     live = {}
     # Address page -> its physical page, and the live requests touching it; physical page -> the live bytes on it
-    # as sorted (low, high, address page) offsets, and the address pages showing it; address page -> the offsets
-    # blocked there (bytes its physical page holds through other addresses).
+    # as sorted (low, high, address page) offsets, and the address pages showing it; address page -> the absolute
+    # (start, size) ranges blocked there.
     backing, touching, held, shown_at, blocked = {}, {}, {}, {}, {}
     fresh = live_bytes = peak_live = committed = peak_committed = ops = shared = 0
 
-    def pieces(start, size):
-        return page_pieces(start, size, page_size)
+    def region_at(page):
+        return regions[(page * page_size) >> 48]
 
-    def block(page, low, high):
-        region_at(page).carve_at(page * page_size + low, high - low)
-        blocked.setdefault(page, []).append((low, high))
+    def block(page, start, size):
+        region_at(page).carve_at(start, size)
+        blocked.setdefault(page, []).append((start, size))
 
-    def unblock(page, low, high):
-        blocked[page].remove((low, high))
+    def unblock(page, start, size):
+        blocked[page].remove((start, size))
         if not blocked[page]:
             del blocked[page]
-        region_at(page).give(page * page_size + low, high - low)
-
-    def region_at(page):
-        return regions[(page * page_size) >> 48]
-
-    for kind, ident, size in events:
-        if kind == "alloc":
-            rounded = rounded_up(size, granule)
-            key = region_of(ident, rounded)
-            region = regions.setdefault(key, Region(key << 48))
-            start = region.take(rounded)
-            live[ident] = (start, rounded, size, key)
-            live_bytes += size
-            peak_live = max(peak_live, live_bytes)
-            mapped = False
-            for page, low, high in pieces(start, rounded):
-                physical = backing.get(page)
-                if physical is None:
-                    mapped = True
-                    sharing = high - low < page_size and (not at_peak or committed >= peak_committed)
-                    physical = fullest_disjoint(held, low, high, page_size) if sharing else None
-                    if physical is None:
-                        physical, fresh = fresh, fresh + 1
-                        held[physical], shown_at[physical] = [], set()
-                        committed += 1
-                    else:
-                        shared += 1
-                        for a, b, _ in held[physical]:
-                            block(page, a, b)
-                    backing[page] = physical
-                    shown_at[physical].add(page)
-                    touching[page] = 0
-                for other in shown_at[physical]:
-                    if other != page:
-                        block(other, low, high)
-                bisect.insort(held[physical], (low, high, page))
-                touching[page] += 1
-            ops += mapped
-            peak_committed = max(peak_committed, committed)
-        elif ident in live:
-            start, rounded, size, key = live.pop(ident)
-            live_bytes -= size
-            regions[key].give(start, rounded)
-            unmapped = False
-            for page, low, high in pieces(start, rounded):
-                physical = backing[page]
-                held[physical].remove((low, high, page))
-                for other in shown_at[physical]:
-                    if other != page:
-                        unblock(other, low, high)
-                touching[page] -= 1
-                if touching[page] == 0:
-                    unmapped = True
-                    for a, b in list(blocked.get(page, ())):
-                        unblock(page, a, b)
-                    del touching[page], backing[page]
-                    shown_at[physical].discard(page)
-                    if not shown_at[physical]:
-                        del shown_at[physical], held[physical]
-                        committed -= 1
-            ops += unmapped
-        if check:
-            for physical, spans in held.items():
-                if any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
-                    raise AssertionError(f"physical page {physical}: overlapping live spans {spans}")
-                for page in shown_at[physical]:
-                    others = sorted((a, b) for a, b, at in spans if at != page)
-                    if sorted(blocked.get(page, ())) != others:
-                        raise AssertionError(f"address page {page}: blocked {blocked.get(page)}, held {others}")
-    peak_committed_bytes = peak_committed * page_size
-    overhead = peak_committed_bytes / peak_live if peak_live else 1.0
-    return {"peak_live_bytes": peak_live, "peak_committed_bytes": peak_committed_bytes, "overhead": overhead,
-            "ops": ops, "shared_mappings": shared}
-
-
-def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, check=False):
-    """`replay_shared`'s sharing in a simpler form, with no spans kept past the choice: while a physical page backs
-    two address pages or more that live requests touch, those pages are closed (every byte of them not live is
-    blocked, those freed meanwhile too), so no later request lands on them; a page that no live request touches any
-    more leaves the physical page and opens, and so does the last page left showing it. The choice of a physical
-    page to share is `replay_shared`'s (the fullest with none of its live bytes where the request's fall), `at_peak`
-    too. With `check`, after every event: no two live spans on one physical page overlap, and a closed page has no
-    free byte."""
-    regions = {}
-    live = {}
-    # As in `replay_shared`; `blocked`: address page -> absolute (start, size) ranges blocked while it is closed.
-    backing, touching, held, shown_at, blocked = {}, {}, {}, {}, {}
-    fresh = live_bytes = peak_live = committed = peak_committed = ops = shared = 0
-
-    def region_at(page):
-        return regions[(page * page_size) >> 48]
+        region_at(page).give(start, size)
 
     def free_in(page):
         """The free ranges of `page`'s addresses, as (start, size), above its region's top included."""
@@ -394,14 +308,12 @@ def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, a
 
     def close(page):
         if page not in blocked:
-            blocked[page] = []
             for start, size in free_in(page):
-                region_at(page).carve_at(start, size)
-                blocked[page].append((start, size))
+                block(page, start, size)
 
     def reopen(page):
-        for start, size in blocked.pop(page, ()):
-            region_at(page).give(start, size)
+        for start, size in list(blocked.get(page, ())):
+            unblock(page, start, size)
 
     for kind, ident, size in events:
         if kind == "alloc":
@@ -425,14 +337,20 @@ def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, a
                         committed += 1
                     else:
                         shared += 1
+                        if not closed:
+                            for a, b, _ in held[physical]:
+                                block(page, page * page_size + a, b - a)
                     backing[page] = physical
                     shown_at[physical].add(page)
                     touching[page] = 0
                 bisect.insort(held[physical], (low, high, page))
                 touching[page] += 1
-                if len(shown_at[physical]) > 1:
+                if closed and len(shown_at[physical]) > 1:
                     for other in shown_at[physical]:
                         close(other)
+                elif not closed:
+                    for other in shown_at[physical] - {page}:
+                        block(other, other * page_size + low, high - low)
             ops += mapped
             peak_committed = max(peak_committed, committed)
         elif ident in live:
@@ -443,6 +361,9 @@ def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, a
             for page, low, high in page_pieces(start, rounded, page_size):
                 physical = backing[page]
                 held[physical].remove((low, high, page))
+                if not closed:
+                    for other in shown_at[physical] - {page}:
+                        unblock(other, other * page_size + low, high - low)
                 touching[page] -= 1
                 if touching[page] == 0:
                     unmapped = True
@@ -452,24 +373,33 @@ def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, a
                     if not shown_at[physical]:
                         del shown_at[physical], held[physical]
                         committed -= 1
-                    elif len(shown_at[physical]) == 1:
+                    elif closed and len(shown_at[physical]) == 1:
                         reopen(next(iter(shown_at[physical])))
-                elif page in blocked:
+                elif page in blocked and closed:
                     # Freed bytes of a closed page stay out of the free ranges.
-                    region_at(page).carve_at(page * page_size + low, high - low)
-                    blocked[page].append((page * page_size + low, high - low))
+                    block(page, page * page_size + low, high - low)
             ops += unmapped
         if check:
             for physical, spans in held.items():
                 if any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
                     raise AssertionError(f"physical page {physical}: overlapping live spans {spans}")
-            for page in blocked:
-                if free_in(page):
-                    raise AssertionError(f"closed address page {page} has free bytes {free_in(page)}")
+                for page in shown_at[physical]:
+                    if closed:
+                        if page in blocked and free_in(page):
+                            raise AssertionError(f"closed address page {page} has free bytes {free_in(page)}")
+                        continue
+                    others = sorted((page * page_size + a, b - a) for a, b, at in spans if at != page)
+                    if sorted(blocked.get(page, ())) != others:
+                        raise AssertionError(f"address page {page}: blocked {blocked.get(page)}, held {others}")
     peak_committed_bytes = peak_committed * page_size
     overhead = peak_committed_bytes / peak_live if peak_live else 1.0
     return {"peak_live_bytes": peak_live, "peak_committed_bytes": peak_committed_bytes, "overhead": overhead,
             "ops": ops, "shared_mappings": shared}
+
+
+def replay_closed(events, page_size, granule, region_of=lambda ident, size: 0, at_peak=False, check=False):
+    """`replay_shared` with `closed`."""
+    return replay_shared(events, page_size, granule, region_of, at_peak, True, check)
 
 
 def predicted_long(events, after, granule, unknown_long):
@@ -511,9 +441,8 @@ def bound(path, page_size, granule, split_after=None, predict_after=None, unknow
         result["online_split"] = replay(
             events, page_size, granule, lambda ident, size: small(size) + int(guess[ident]), page_aware)
     if share_pages:
-        heap = replay_closed if share_pages.startswith("closed") else replay_shared
-        result["shared_pages"] = heap(events, page_size, granule, lambda _, size: small(size),
-                                      share_pages.endswith("at-peak"))
+        result["shared_pages"] = replay_shared(events, page_size, granule, lambda _, size: small(size),
+                                               share_pages.endswith("at-peak"), share_pages.startswith("closed"))
     result["peak_live_bytes"] = result[first]["peak_live_bytes"]
     return result
 
