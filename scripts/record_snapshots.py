@@ -9765,11 +9765,17 @@ def sequencer2d_s_infer(torch):
     to (48, 168) of random fp32 images, each twice (`infer_images`), scored by the summed top softmax
     probabilities. Written in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch
     of the default policy."""
+    return timm_fp32_infer(torch, "sequencer2d_s",
+                           [(8, 224), (1, 448), (32, 224), (4, 336), (16, 280), (2, 392), (48, 168), (12, 252)])
+
+
+def timm_fp32_infer(torch, name, shapes):
+    """The timm classifier `name` (random weights, 1,000 classes) kept in fp32 on the GPU, over random fp32 images
+    of the (batch, side) `shapes`, each twice (`infer_images`), scored by the summed top softmax probabilities."""
     import timm
 
     torch.manual_seed(0)
-    shapes = [(8, 224), (1, 448), (32, 224), (4, 336), (16, 280), (2, 392), (48, 168), (12, 252)]
-    checksum = infer_images(torch, timm.create_model("sequencer2d_s", pretrained=False, num_classes=1000), shapes,
+    checksum = infer_images(torch, timm.create_model(name, pretrained=False, num_classes=1000), shapes,
                             lambda m: m.cuda().eval(), image_score, image_dtype=torch.float32)
     return {"shapes": shapes, "checksum": checksum}
 
@@ -9783,13 +9789,8 @@ def dpn68_infer(torch):
     192) of random fp32 images, each twice (`infer_images`), scored by the summed top softmax probabilities. Written
     in the forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of the default
     policy."""
-    import timm
-
-    torch.manual_seed(0)
-    shapes = [(8, 256), (1, 512), (32, 224), (4, 384), (16, 288), (2, 448), (64, 192), (12, 320)]
-    checksum = infer_images(torch, timm.create_model("dpn68", pretrained=False, num_classes=1000), shapes,
-                            lambda m: m.cuda().eval(), image_score, image_dtype=torch.float32)
-    return {"shapes": shapes, "checksum": checksum}
+    return timm_fp32_infer(torch, "dpn68",
+                           [(8, 256), (1, 512), (32, 224), (4, 384), (16, 288), (2, 448), (64, 192), (12, 320)])
 
 
 def exaone4_small_greedy_generate(torch):
