@@ -7,8 +7,9 @@
 It verifies, event by event, that
 - no live allocation overlaps another in addresses;
 - every allocation lies on mapped pages (virtual heap) or inside one live block (block mode);
-- no physical page is used through two different addresses at once (a physical page may show at several
-  addresses, but only one of them may hold live allocations);
+- no byte of a physical page is used by two live allocations at once: a physical page may show at several
+  addresses, and hold live allocations through more than one of them only where their bytes in the page do not
+  overlap (a virtual heap may share a page between two partly used address pages);
 - nothing is unmapped under a live allocation, no page is mapped twice, no block is destroyed while it holds one,
   and every free names a live allocation;
 and recounts the driver operations (`map` and `unmap` lines), the peak committed bytes (live physical pages times
@@ -104,10 +105,12 @@ class Checker:
         self.physical_size = {}
         self.physical_bytes = 0
         # Virtual heap: address page -> physical page shown there; physical page -> addresses showing it;
-        # physical page -> [address page using it, live allocations on it].
+        # physical page -> {address page using it: live allocations on it there}; physical page -> the (low, high,
+        # address page, id) bytes that live allocations covering it only in part hold there.
         self.shows = {}
         self.mappings = {}
         self.users = {}
+        self.spans = {}
         # Mapped pages whose `pages` line has not come yet (the map just before).
         self.unassigned = set()
         # Block mode: live blocks by start -> end, and live allocations per block start.
@@ -279,8 +282,7 @@ class Checker:
             if page not in self.shows:
                 self.fail(f"page {page} unmapped while not mapped")
             physical = self.shows.pop(page)
-            user = self.users.get(physical)
-            if user is not None and user[0] == page:
+            if page in self.users.get(physical, ()):
                 self.fail(f"page {page} unmapped under a live allocation")
             self.mappings[physical] -= 1
             self.count_handles(page_size, unmapped=1)
@@ -317,12 +319,8 @@ class Checker:
                 physical = self.shows.get(page)
                 if physical is None:
                     self.fail(f"allocation {ident} on unmapped page {page}")
-                user = self.users.setdefault(physical, [page, 0])
-                if user[0] != page:
-                    self.fail(
-                        f"allocation {ident} uses physical page {physical} at {page} while {user[0]} uses it"
-                    )
-                user[1] += 1
+                low, high = max(offset, page) - page, min(end, page + self.page_at(page)) - page
+                self.use_bytes(ident, physical, page, low, high)
         self.starts.insert(at, offset)
         self.live[offset] = (end, ident, size, block)
         self.by_id[ident] = offset
@@ -334,6 +332,22 @@ class Checker:
         if self.peak_committed_pending:
             self.peak_committed_pending = False
             self.peak_committed_line = self.line
+
+    def use_bytes(self, ident, physical, page, low, high):
+        """Allocation `ident` holds bytes `[low, high)` of `physical` through address page `page`: a failure where
+        another address page's live allocations hold any of them."""
+        users = self.users.setdefault(physical, {})
+        spans = self.spans.setdefault(physical, [])
+        for other, count in users.items():
+            if other == page:
+                continue
+            partial = [span for span in spans if span[2] == other]
+            whole = high - low == self.page_at(page) or count > len(partial)
+            if whole or any(a < high and low < b for a, b, _, _ in partial):
+                self.fail(f"allocation {ident} uses bytes of physical page {physical} at {page} that {other} uses")
+        users[page] = users.get(page, 0) + 1
+        if high - low < self.page_at(page):
+            spans.append((low, high, page, ident))
 
     def on_free(self, ident):
         self.settle_map()
@@ -349,10 +363,15 @@ class Checker:
             return
         for page in self.pages_of(offset, end):
             physical = self.shows[page]
-            user = self.users[physical]
-            user[1] -= 1
-            if user[1] == 0:
+            users = self.users[physical]
+            users[page] -= 1
+            if users[page] == 0:
+                del users[page]
+            if not users:
                 del self.users[physical]
+            spans = self.spans.get(physical)
+            if spans:
+                spans[:] = [span for span in spans if span[3] != ident]
 
     def snapshot(self):
         """Where the memory is now: live bytes, the virtual heap's physical pages in use, the bytes free in them,

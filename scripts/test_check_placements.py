@@ -162,9 +162,27 @@ class CheckPlacements(unittest.TestCase):
     def test_an_allocation_on_an_unmapped_page_fails(self):
         self.assert_fails([f"map,,0,{PAGE}", "pages,0,0,1", f"alloc,1,{PAGE - 8},16"], "unmapped page")
 
-    def test_one_physical_page_used_through_two_addresses_fails(self):
+    def test_one_physical_page_used_through_two_addresses_fails_where_the_bytes_meet(self):
         lines = [f"map,,0,{PAGE}", "pages,0,0,1", f"map,,{PAGE},{PAGE}", f"pages,0,{PAGE},1", "alloc,1,0,8"]
-        self.assert_fails(lines + [f"alloc,2,{PAGE},8"], "while 0 uses it")
+        self.assert_fails(lines + [f"alloc,2,{PAGE},8"], "that 0 uses")
+        # A whole page's request at the second address meets any byte held at the first.
+        self.assert_fails(lines + [f"alloc,2,{PAGE},{PAGE}"], "that 0 uses")
+        # And a request at the first address meets a whole page held at the second.
+        whole = [f"map,,0,{PAGE}", "pages,0,0,1", f"map,,{PAGE},{PAGE}", f"pages,0,{PAGE},1",
+                 f"alloc,1,{PAGE},{PAGE}"]
+        self.assert_fails(whole + [f"alloc,2,{PAGE - 8},8"], f"that {PAGE} uses")
+
+    def test_one_physical_page_shared_by_two_addresses_where_the_bytes_do_not_meet(self):
+        # Physical page 0 at address pages 0 and 1: `1` holds its first bytes through page 0, `2` its second half
+        # through page 1; `1` freed, `3` takes bytes under the half through page 0. One physical page committed.
+        half = PAGE // 2
+        lines = [f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,100", f"map,,{PAGE},{PAGE}", f"pages,0,{PAGE},1",
+                 f"alloc,2,{PAGE + half},{half}", "free,1,,", f"alloc,3,{half - 64},64", "free,2,,", "free,3,,"]
+        code, output = run(lines, {"allocations": 3, "driver_ops": 2, "peak_committed_bytes": PAGE,
+                                   "peak_live_bytes": 100 + half})
+        self.assertEqual(code, 0, output)
+        # Unmapping the second address under its live allocation fails as on any page.
+        self.assert_fails(lines[:6] + [f"unmap,,{PAGE},{PAGE}"], "under a live allocation")
 
     def test_unmapping_under_a_live_allocation_fails(self):
         lines = [f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,8", f"unmap,,0,{PAGE}"]
