@@ -7760,6 +7760,31 @@ def two_stream_sample_generate(torch):
                                  config.vocab_size, low=0)
 
 
+def prefetched_steps(torch, opt, count, load, loss_of):
+    """The training steps of an input pipeline one batch ahead on a copy stream: `load(i)` starts batch i there and
+    gives its images, labels and the copy stream's event. Each of the `count` steps waits for its batch on the default
+    stream (marking the tensors used there, `record_stream`), starts loading the next, and runs the batch's loss
+    (`loss_of(images, labels)`) under bf16 autocast, backward, an `opt` step and zeroed gradients. Returns the losses
+    and the last batch loaded (still referenced, as the callers free it after their model and optimizer)."""
+    main = torch.cuda.current_stream()
+    losses, pending = [], load(0)
+    for i in range(count):
+        images, labels, ready = pending
+        main.wait_event(ready)
+        images.record_stream(main)
+        labels.record_stream(main)
+        if i + 1 < count:
+            pending = load(i + 1)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_of(images, labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        del images, labels, ready, loss
+    return losses, pending
+
+
 def prefetch_augment_train(torch):
     """torchvision ResNet-18 training on 10 classes at 96 pixels with the input pipeline on a copy stream one batch
     ahead: uint8 batches from pinned host memory copied, random-cropped, flipped and normalised there, handed to the
@@ -7775,7 +7800,7 @@ def prefetch_augment_train(torch):
     start_recording(torch)
     model = model.cuda().to(memory_format=torch.channels_last).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    main, copy_stream = torch.cuda.current_stream(), torch.cuda.Stream()
+    copy_stream = torch.cuda.Stream()
     mean = torch.tensor([0.49, 0.48, 0.45], device="cuda").view(1, 3, 1, 1) * 255
     std = torch.tensor([0.25, 0.24, 0.26], device="cuda").view(1, 3, 1, 1) * 255
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -7793,21 +7818,8 @@ def prefetch_augment_train(torch):
             del raw, crop
         return images, labels, copy_stream.record_event()
 
-    losses, pending = [], load(0)
-    for i in range(len(batches)):
-        images, labels, ready = pending
-        main.wait_event(ready)
-        images.record_stream(main)
-        labels.record_stream(main)
-        if i + 1 < len(batches):
-            pending = load(i + 1)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, ready, loss
+    losses, pending = prefetched_steps(torch, opt, len(batches), load,
+                                       lambda images, labels: F.cross_entropy(model(images), labels))
     torch.cuda.synchronize()
     del model, opt, pending
     return {"batches": batches, "losses": losses, "streams": {"copy": copy_stream.cuda_stream}}
@@ -9504,7 +9516,7 @@ def prefetch_train_bf16(torch, model, steps, make_optimizer, loss_of, classes=10
     start_recording(torch)
     model = model.cuda().train()
     opt = make_optimizer(model.parameters())
-    main, copy_stream = torch.cuda.current_stream(), torch.cuda.Stream()
+    copy_stream = torch.cuda.Stream()
     mean = torch.tensor([0.485, 0.456, 0.406], device="cuda").view(1, 3, 1, 1) * 255
     std = torch.tensor([0.229, 0.224, 0.225], device="cuda").view(1, 3, 1, 1) * 255
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -9518,21 +9530,8 @@ def prefetch_train_bf16(torch, model, steps, make_optimizer, loss_of, classes=10
             del raw
         return images, labels, copy_stream.record_event()
 
-    losses, pending = [], load(0)
-    for i in range(len(steps)):
-        images, labels, ready = pending
-        main.wait_event(ready)
-        images.record_stream(main)
-        labels.record_stream(main)
-        if i + 1 < len(steps):
-            pending = load(i + 1)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = loss_of(model, images, labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        del images, labels, ready, loss
+    losses, pending = prefetched_steps(torch, opt, len(steps), load,
+                                       lambda images, labels: loss_of(model, images, labels))
     torch.cuda.synchronize()
     del model, opt, pending
     return {"steps": steps, "losses": losses, "streams": {"copy": copy_stream.cuda_stream}}
