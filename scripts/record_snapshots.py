@@ -9835,6 +9835,146 @@ def jetmoe_small_sample_generate(torch):
                            seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
 
 
+def ghostnet_half_infer(torch):
+    """A GhostNet-1.0 image classifier through timm (`timm.create_model('ghostnet_100', pretrained=False,
+    num_classes=1000)`: ghost bottlenecks whose modules make half their output channels with a 1 x 1 convolution and
+    the other half from those by a cheap 3 x 3 depthwise convolution, concatenated, squeeze-and-excitation in some
+    blocks, BatchNorm, a 1,280-wide head, about 5 M parameters), moved to the GPU in fp32 and converted there
+    (`infer_converted`), 8 (batch, image side) shapes from (1, 640) to (96, 160), each twice. Written in the
+    forty-seventh session, before it was recorded, in a ninth untargeted held-out batch of the default policy."""
+    import timm
+
+    return infer_converted(torch, lambda: timm.create_model("ghostnet_100", pretrained=False, num_classes=1000),
+                           [(16, 256), (1, 640), (64, 224), (4, 480), (32, 288), (2, 544), (96, 160), (8, 384)])
+
+
+def rexnet_prefetch_train_bf16(torch):
+    """A ReXNet-1.0 image classifier through timm (`timm.create_model('rexnet_100', pretrained=False,
+    num_classes=100)`: inverted residual blocks whose channels grow linearly block by block (16 to 180, then a
+    1,280-wide head), SiLU and ReLU6, squeeze-and-excitation, BatchNorm, a residual over the channels the block had
+    (the new ones padded), about 3.6 M parameters, 100 classes) trained with bf16 autocast, SGD with Nesterov
+    momentum, 12 steps of (batch, image side) from (8, 512) to (160, 160), on two streams: the input pipeline runs on
+    a copy stream one batch ahead (`prefetch_train_bf16`, as dla34_prefetch_train_bf16). Written in the
+    forty-seventh session, before it was recorded, in a ninth untargeted held-out batch of the default policy."""
+    import timm
+
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    steps = [(64, 224), (8, 512), (128, 192), (24, 384), (96, 256), (16, 448), (48, 320), (160, 160), (12, 480),
+             (32, 352), (80, 288), (40, 416)]  # batch, image side
+    return prefetch_train_bf16(torch, timm.create_model("rexnet_100", pretrained=False, num_classes=100), steps,
+                               lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True,
+                                                              weight_decay=1e-4),
+                               lambda model, images, labels: F.cross_entropy(model(images), labels))
+
+
+def res2net50_infer(torch):
+    """A Res2Net-50 (14w x 8s) image classifier through timm (`timm.create_model('res2net50_14w_8s',
+    pretrained=False, num_classes=1000)`: ResNet-50's layout whose bottleneck 3 x 3 convolution is split into 8 scales
+    of 14 channels a width step, each scale's convolution taking the sum of its split and the scale before, the
+    outputs concatenated, BatchNorm, about 25 M parameters) kept in fp32 (`timm_fp32_infer`), 8 (batch, image side)
+    shapes from (1, 576) to (48, 192). Written in the forty-seventh session, before it was recorded, in a ninth
+    untargeted held-out batch of the default policy."""
+    return timm_fp32_infer(torch, "res2net50_14w_8s",
+                           [(8, 256), (1, 576), (32, 224), (4, 416), (16, 320), (2, 480), (48, 192), (12, 288)])
+
+
+def edgenext_xs_train_bf16(torch):
+    """An EdgeNeXt-XS image classifier through timm (`timm.create_model('edgenext_x_small', pretrained=False,
+    num_classes=100)`: four stages of 32, 64, 100 and 192 channels, convolution encoders (depthwise convolutions of
+    kernels 3 to 9, LayerNorm, an MLP of 4) followed in the last three stages by split depth-wise transposed
+    attention encoders (channel groups mixed by depthwise convolutions, then attention across channels, not tokens,
+    with a Fourier position encoding made for each image size), about 2.3 M parameters, 100 classes) trained with
+    bf16 autocast (`train_classifier`), AdamW, 12 steps of (batch, image side) from (16, 512) to (192, 128), sides
+    multiples of 32. Written in the forty-seventh session, before it was recorded, in a ninth untargeted held-out
+    batch of the default policy."""
+    import timm
+
+    torch.manual_seed(0)
+    sides = [(64, 256), (16, 512), (128, 192), (32, 384), (96, 224), (24, 448), (192, 128), (48, 320), (20, 480),
+             (80, 288), (40, 352), (112, 160)]  # batch, image side
+    shapes = [(batch, 3, side, side) for batch, side in sides]
+    losses = train_classifier(torch, timm.create_model("edgenext_x_small", pretrained=False, num_classes=100),
+                              shapes, lambda params: torch.optim.AdamW(params, lr=2e-3, weight_decay=0.05),
+                              classes=100, autocast_dtype=torch.bfloat16)
+    return {"shapes": shapes, "losses": losses}
+
+
+def gcvit_xxtiny_half_infer(torch):
+    """A GC ViT-XXTiny image classifier through timm (`timm.create_model('gcvit_xxtiny', pretrained=False,
+    num_classes=1000)`: a convolutional stem, then four stages of 64 to 512 channels alternating local window
+    attention (windows of 7 x 7 patches) and global context attention (queries made once per stage from the whole
+    image by fused MBConv downsampling and shared by every window), relative position biases, about 12 M
+    parameters), moved to the GPU in fp32 and converted there (`infer_converted`), 8 batches from 1 to 128 images of
+    224 pixels (the windows fix the side), each twice. Written in the forty-seventh session, before it was recorded,
+    in a ninth untargeted held-out batch of the default policy."""
+    import timm
+
+    return infer_converted(torch, lambda: timm.create_model("gcvit_xxtiny", pretrained=False, num_classes=1000),
+                           [(16, 224), (1, 224), (64, 224), (4, 224), (128, 224), (2, 224), (32, 224), (8, 224)])
+
+
+def nystromformer_classify_infer(torch):
+    """Sequence classification with a small Nystromformer encoder through transformers
+    (`NystromformerForSequenceClassification(NystromformerConfig(...))`: 6 layers 384 wide, 6 heads whose attention
+    is approximated through 64 landmarks (segment means of the queries and keys) and an iterative pseudo-inverse of
+    the 64 x 64 landmark kernel, plus a depthwise convolution of 33 over the values, 1,536 feed-forward, 30k
+    vocabulary, 3 labels), fp16, 12 batches of 512-token sentences (the landmarks fix the length) from 2 to 96
+    sentences, padded on the right (`classify_padded`). Written in the forty-seventh session, before it was
+    recorded, in a ninth untargeted held-out batch of the default policy."""
+    from transformers import NystromformerConfig, NystromformerForSequenceClassification
+
+    torch.manual_seed(0)
+    config = NystromformerConfig(vocab_size=30000, hidden_size=384, num_hidden_layers=6, num_attention_heads=6,
+                                 intermediate_size=1536, max_position_embeddings=1024, segment_means_seq_len=512,
+                                 num_landmarks=64, conv_kernel_size=33, pad_token_id=0, num_labels=3)
+    batches = [(16, 512), (2, 512), (64, 512), (8, 512), (96, 512), (4, 512), (32, 512), (12, 512), (48, 512),
+               (6, 512), (24, 512), (80, 512)]
+    labelled = classify_padded(torch, NystromformerForSequenceClassification(config).eval(), config.vocab_size,
+                               batches, forward=masked_logits, count=rows_labelled(2))
+    return {"batches": batches, "labelled": labelled}
+
+
+def stablelm_small_sample_generate(torch):
+    """A small StableLM-style decoder through transformers (`StableLmForCausalLM(StableLmConfig(...))`: 6 layers 512
+    wide, 8 heads of 64 with per-head LayerNorm on the queries and keys and rotary embeddings on a quarter of each
+    head, attention and MLP (1,536, SiLU gated) in parallel from one LayerNorm, 32k vocabulary), fp16, `generate`
+    sampling the 40 likeliest tokens for 4 rounds (batch, prompt, new tokens) from (2, 768, 48) to (24, 48, 32).
+    Written in the forty-seventh session, before it was recorded, in a ninth untargeted held-out batch of the default
+    policy."""
+    from transformers import StableLmConfig, StableLmForCausalLM
+
+    torch.manual_seed(0)
+    config = StableLmConfig(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                            num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
+                            qk_layernorm=True, use_parallel_residual=True, pad_token_id=0, bos_token_id=1,
+                            eos_token_id=2)
+    rounds = [(6, 256, 40), (2, 768, 48), (24, 48, 32), (10, 160, 36)]  # batch, prompt, new tokens
+    return generate_rounds(torch, StableLmForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=40, pad_token_id=0)
+
+
+def jamba_small_greedy_generate(torch):
+    """A small Jamba-style hybrid decoder through transformers (`JambaForCausalLM(JambaConfig(...))`: 8 layers 512
+    wide, one attention layer (8 heads sharing 2 key-value heads, no position embeddings) in every four and Mamba
+    layers otherwise (state 16, expansion 2, run by transformers' own PyTorch scan: `use_mamba_kernels=False`), every
+    second layer's MLP a mixture of 4 gated experts of 1,024 (top 2), a cache holding both the key-value pairs and the
+    Mamba states, 32k vocabulary), fp16, greedy `generate` for 4 rounds (batch, prompt, new tokens) from (1, 384,
+    48) to (12, 48, 32). Written in the forty-seventh session, before it was recorded, in a ninth untargeted held-out
+    batch of the default policy."""
+    from transformers import JambaConfig, JambaForCausalLM
+
+    torch.manual_seed(0)
+    config = JambaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1024, num_hidden_layers=8,
+                         num_attention_heads=8, num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                         expert_layer_period=2, expert_layer_offset=1, attn_layer_period=4, attn_layer_offset=2,
+                         use_mamba_kernels=False, max_position_embeddings=2048, pad_token_id=0, bos_token_id=1,
+                         eos_token_id=2)
+    rounds = [(4, 160, 40), (1, 384, 48), (12, 48, 32), (6, 256, 36)]  # batch, prompt, new tokens
+    return generate_rounds(torch, JambaForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -9955,7 +10095,10 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      arcee_two_stream_sample_generate, dla34_prefetch_train_bf16,
                                      xcit_tiny_train_bf16, hrnet_w18_small_half_infer, cait_xxs24_half_infer,
                                      sequencer2d_s_infer, dpn68_infer, exaone4_small_greedy_generate,
-                                     jetmoe_small_sample_generate)}
+                                     jetmoe_small_sample_generate, ghostnet_half_infer,
+                                     rexnet_prefetch_train_bf16, res2net50_infer, edgenext_xs_train_bf16,
+                                     gcvit_xxtiny_half_infer, nystromformer_classify_infer,
+                                     stablelm_small_sample_generate, jamba_small_greedy_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
