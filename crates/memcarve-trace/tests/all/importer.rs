@@ -815,6 +815,28 @@ fn forty_sixth_session_batch_matches_an_independent_walk_and_the_recording_scrip
     check_recorded("jetmoe_small_sample_generate.pickle.xz", (130_487, 285.8, 312.0, 1.092), 26, 1);
 }
 
+/// A ninth untargeted held-out batch, written and pre-registered in the forty-seventh session and recorded there
+/// (2026-12-06 10:40-10:44 UTC, one device call on an H100), unseen by the policy, one of it on two streams (a
+/// training run whose batches come from a copy stream); its eighth workload (nystromformer_classify_infer) failed to
+/// record. The figures are the recording script's, printed on the device.
+#[test]
+fn forty_seventh_session_batch_matches_an_independent_walk_and_the_recording_script() {
+    // The default stream (17,797 allocations) and the copy stream (60).
+    check_recorded_on_streams(
+        "rexnet_prefetch_train_bf16.pickle.xz",
+        (17_857, 6_264.8, 10_394.0, 1.659),
+        183,
+        5,
+        2,
+    );
+    check_recorded("ghostnet_half_infer.pickle.xz", (7_418, 257.3, 434.0, 1.687), 21, 2);
+    check_recorded("res2net50_infer.pickle.xz", (9_838, 594.6, 1_080.0, 1.816), 33, 2);
+    check_recorded("edgenext_xs_train_bf16.pickle.xz", (21_589, 2_859.7, 3_738.0, 1.307), 119, 3);
+    check_recorded("gcvit_xxtiny_half_infer.pickle.xz", (8_168, 878.5, 1_576.0, 1.794), 29, 2);
+    check_recorded("stablelm_small_sample_generate.pickle.xz", (104_887, 175.1, 196.0, 1.119), 17, 1);
+    check_recorded("jamba_small_greedy_generate.pickle.xz", (117_691, 506.2, 666.0, 1.316), 31, 1);
+}
+
 /// Recorded in the fifteenth session (2026-12-02 03:47 UTC): a 6.5-billion-parameter language model, the largest
 /// requests of all the traces (hundreds of MiB), replayed before anything was changed for it.
 #[test]
