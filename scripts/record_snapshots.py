@@ -9977,6 +9977,136 @@ def jamba_small_greedy_generate(torch):
                            do_sample=False, pad_token_id=0)
 
 
+def mixnet_s_train_bf16(torch):
+    """A MixNet-S image classifier through timm (`timm.create_model('mixnet_s', pretrained=False, num_classes=100)`:
+    inverted residual blocks whose depthwise convolution splits its channels into groups of kernels 3, 5, 7 and 9
+    (and whose expansion and projection are grouped too), concatenated, squeeze-and-excitation, Swish, BatchNorm,
+    about 2.7 M parameters, 100 classes) trained with bf16 autocast (`train_classifier`), RMSprop, 12 steps of (batch,
+    image side) from (12, 512) to (224, 128). Written in the forty-seventh session, before it was recorded, in a tenth
+    untargeted held-out batch of the default policy."""
+    import timm
+
+    torch.manual_seed(0)
+    sides = [(64, 224), (12, 512), (160, 160), (32, 320), (96, 192), (20, 448), (224, 128), (48, 288), (16, 480),
+             (80, 256), (40, 352), (128, 176)]  # batch, image side
+    shapes = [(batch, 3, side, side) for batch, side in sides]
+    losses = train_classifier(torch, timm.create_model("mixnet_s", pretrained=False, num_classes=100), shapes,
+                              lambda params: torch.optim.RMSprop(params, lr=1e-3, alpha=0.9, momentum=0.9, eps=1e-3),
+                              classes=100, autocast_dtype=torch.bfloat16)
+    return {"shapes": shapes, "losses": losses}
+
+
+def starnet_s1_prefetch_train_bf16(torch):
+    """A StarNet-S1 image classifier through timm (`timm.create_model('starnet_s1', pretrained=False,
+    num_classes=100)`: four stages of 24 to 192 channels whose blocks multiply two 1 x 1 projections of a depthwise
+    7 x 7 convolution's output element by element (the "star" operation) between two more depthwise convolutions,
+    BatchNorm, about 2.9 M parameters, 100 classes) trained with bf16 autocast, AdamW, 12 steps of (batch, image
+    side) from (8, 576) to (192, 160), on two streams: the input pipeline runs on a copy stream one batch ahead
+    (`prefetch_train_bf16`). Written in the forty-seventh session, before it was recorded, in a tenth untargeted
+    held-out batch of the default policy."""
+    import timm
+
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    steps = [(96, 224), (8, 576), (160, 192), (24, 416), (64, 288), (12, 512), (48, 352), (192, 160), (16, 448),
+             (40, 384), (128, 256), (32, 320)]  # batch, image side
+    return prefetch_train_bf16(torch, timm.create_model("starnet_s1", pretrained=False, num_classes=100), steps,
+                               lambda params: torch.optim.AdamW(params, lr=3e-3, weight_decay=0.025),
+                               lambda model, images, labels: F.cross_entropy(model(images), labels))
+
+
+def inception_next_tiny_half_infer(torch):
+    """An InceptionNeXt-T image classifier through timm (`timm.create_model('inception_next_tiny', pretrained=False,
+    num_classes=1000)`: ConvNeXt's layout whose 7 x 7 depthwise convolution is split by channels into an identity
+    branch, a 3 x 3 square kernel and two 1 x 11 and 11 x 1 bands, concatenated, BatchNorm, an MLP head, about 28 M
+    parameters), moved to the GPU in fp32 and converted there (`infer_converted`), 8 (batch, image side) shapes from
+    (1, 608) to (64, 192), each twice. Written in the forty-seventh session, before it was recorded, in a tenth
+    untargeted held-out batch of the default policy."""
+    import timm
+
+    return infer_converted(torch, lambda: timm.create_model("inception_next_tiny", pretrained=False,
+                                                            num_classes=1000),
+                           [(16, 256), (1, 608), (48, 224), (4, 448), (24, 320), (2, 512), (64, 192), (8, 384)])
+
+
+def tresnet_m_half_infer(torch):
+    """A TResNet-M image classifier through timm (`timm.create_model('tresnet_m', pretrained=False,
+    num_classes=1000)`: a space-to-depth stem (the image folded into 48 channels at a quarter of its side), basic
+    blocks then bottlenecks with anti-aliased downsampling, squeeze-and-excitation in the first three stages, leaky
+    ReLU, BatchNorm, about 31 M parameters), moved to the GPU in fp32 and converted there (`infer_converted`), 8
+    (batch, image side) shapes from (1, 640) to (96, 160), each twice. Written in the forty-seventh session, before it
+    was recorded, in a tenth untargeted held-out batch of the default policy."""
+    import timm
+
+    return infer_converted(torch, lambda: timm.create_model("tresnet_m", pretrained=False, num_classes=1000),
+                           [(12, 288), (1, 640), (48, 224), (4, 480), (24, 320), (2, 544), (96, 160), (8, 384)])
+
+
+def mambaout_femto_infer(torch):
+    """A MambaOut-Femto image classifier through timm (`timm.create_model('mambaout_femto', pretrained=False,
+    num_classes=1000)`: Mamba's gated block without the state-space model, channels-last throughout, each block a
+    LayerNorm, a projection to two gates, a 7 x 7 depthwise convolution on part of one of them and their product
+    projected back, four stages of 48 to 288 channels, about 7 M parameters) kept in fp32 (`timm_fp32_infer`), 8
+    (batch, image side) shapes from (1, 640) to (96, 160). Written in the forty-seventh session, before it was
+    recorded, in a tenth untargeted held-out batch of the default policy."""
+    return timm_fp32_infer(torch, "mambaout_femto",
+                           [(16, 256), (1, 640), (64, 224), (4, 448), (32, 288), (2, 512), (96, 160), (8, 384)])
+
+
+def megatron_bert_classify_infer(torch):
+    """Sequence classification with a small Megatron-BERT encoder through transformers
+    (`MegatronBertForSequenceClassification(MegatronBertConfig(...))`: BERT with its LayerNorms before each
+    sublayer rather than after, and one more at the end, 8 layers 512 wide, 8 heads, 2,048 feed-forward, 29k
+    vocabulary, 3 labels), fp16, 12 batches of (sentences, tokens) from (192, 32) to (4, 512), padded on the right
+    (`classify_padded`). Written in the forty-seventh session, before it was recorded, in a tenth untargeted
+    held-out batch of the default policy."""
+    from transformers import MegatronBertConfig, MegatronBertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = MegatronBertConfig(vocab_size=29056, hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
+                                intermediate_size=2048, max_position_embeddings=512, pad_token_id=0, num_labels=3)
+    batches = [(48, 128), (192, 32), (4, 512), (24, 256), (96, 64), (8, 448), (64, 96), (6, 512), (32, 192),
+               (128, 48), (12, 384), (160, 40)]
+    labelled = classify_padded(torch, MegatronBertForSequenceClassification(config).eval(), config.vocab_size,
+                               batches, forward=masked_logits, count=rows_labelled(1))
+    return {"batches": batches, "labelled": labelled}
+
+
+def ernie4_5_small_greedy_generate(torch):
+    """A small ERNIE-4.5-style decoder through transformers (`Ernie4_5ForCausalLM(Ernie4_5Config(...))`: 6 layers 512
+    wide, 8 query heads of 64 sharing 2 key-value heads, rotary embeddings, SiLU-gated MLP of 1,536, RMSNorm, tied
+    32k embeddings), fp16, greedy `generate` for 4 rounds (batch, prompt, new tokens) from (1, 896, 56) to (20, 64,
+    32). Written in the forty-seventh session, before it was recorded, in a tenth untargeted held-out batch of the
+    default policy."""
+    from transformers import Ernie4_5Config, Ernie4_5ForCausalLM
+
+    torch.manual_seed(0)
+    config = Ernie4_5Config(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=6,
+                            num_attention_heads=8, num_key_value_heads=2, head_dim=64, max_position_embeddings=2048,
+                            pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(6, 320, 40), (1, 896, 56), (20, 64, 32), (10, 192, 36)]  # batch, prompt, new tokens
+    return generate_rounds(torch, Ernie4_5ForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           do_sample=False, pad_token_id=0)
+
+
+def apertus_small_sample_generate(torch):
+    """A small Apertus-style decoder through transformers (`ApertusForCausalLM(ApertusConfig(...))`: 6 layers 512
+    wide, 8 query heads of 64 sharing 4 key-value heads with RMS-normalised queries and keys, rotary embeddings, an
+    ungated MLP of 2,048 with the xIELU activation (learned parameters per layer), RMSNorm, 32k vocabulary), fp16,
+    `generate` sampling the 50 likeliest tokens for 4 rounds (batch, prompt, new tokens) from (2, 640, 48) to (24,
+    48, 28). Written in the forty-seventh session, before it was recorded, in a tenth untargeted held-out batch of the
+    default policy."""
+    from transformers import ApertusConfig, ApertusForCausalLM
+
+    torch.manual_seed(0)
+    config = ApertusConfig(vocab_size=32000, hidden_size=512, intermediate_size=2048, num_hidden_layers=6,
+                           num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2048,
+                           pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    rounds = [(8, 224, 36), (2, 640, 48), (24, 48, 28), (4, 416, 44)]  # batch, prompt, new tokens
+    return generate_rounds(torch, ApertusForCausalLM(config).eval(), rounds, config.vocab_size, low=3,
+                           seed_each_round=True, do_sample=True, top_k=50, pad_token_id=0)
+
+
 WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train, llama_decode, unet_denoise,
                                      gpt2_medium_ckpt_train, t5_beam_generate, gpt2_sample_generate, moe_train,
                                      bert_finetune_dynamic, convnext_infer, detection_infer, dlrm_train,
@@ -10100,7 +10230,11 @@ WORKLOADS = {f.__name__: f for f in (bert_infer, vit_train_amp, two_stream_train
                                      jetmoe_small_sample_generate, ghostnet_half_infer,
                                      rexnet_prefetch_train_bf16, res2net50_infer, edgenext_xs_train_bf16,
                                      gcvit_xxtiny_half_infer, nystromformer_classify_infer,
-                                     stablelm_small_sample_generate, jamba_small_greedy_generate)}
+                                     stablelm_small_sample_generate, jamba_small_greedy_generate,
+                                     mixnet_s_train_bf16, starnet_s1_prefetch_train_bf16,
+                                     inception_next_tiny_half_infer, tresnet_m_half_infer, mambaout_femto_infer,
+                                     megatron_bert_classify_infer, ernie4_5_small_greedy_generate,
+                                     apertus_small_sample_generate)}
 
 # Seconds a workload may take (building its model on the CPU included); 110 unless named here.
 TIMEOUTS = {"lm_6_7b_train": 400, "vit_huge_bigbatch_infer": 240, "lm_1_6b_varlen_train": 240,
