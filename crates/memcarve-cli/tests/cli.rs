@@ -631,7 +631,7 @@ fn replay_json_splits_the_peak_committed_bytes() {
 }
 
 /// Block mode (as Vulkan has it: no virtual memory) makes at most 1.5 × PyTorch's segment operations on every
-/// shipped trace but four (358 of the 362 in traces/): requests larger than a block get blocks of their own size in
+/// shipped trace but four (366 of the 370 in traces/): requests larger than a block get blocks of their own size in
 /// their pool, which serve any request once free, instead of dedicated blocks made and destroyed as tensor sizes
 /// vary (12 traces were over that limit with dedicated blocks from 128 MiB, up to 13.5 ×; docs/BENCHMARKS.md,
 /// "Thirteenth session"). Two, heaps of about 1 GiB recorded in the thirty-second session, are one operation over
