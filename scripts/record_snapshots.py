@@ -9691,15 +9691,22 @@ def dla34_prefetch_train_bf16(torch):
     drawn there) and hands each batch to the default stream (events and `record_stream`), as
     textnet_prefetch_train_bf16 does. Written in the forty-sixth session, before it was recorded, in an eighth
     untargeted held-out batch of the default policy."""
+    steps = [(48, 320), (8, 640), (96, 224), (16, 512), (64, 288), (12, 576), (32, 384), (128, 192), (10, 608),
+             (40, 352), (24, 448), (80, 256)]  # batch, image side
+    return timm_prefetch_train_bf16(torch, "dla34", steps,
+                                    lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05))
+
+
+def timm_prefetch_train_bf16(torch, name, steps, make_optimizer):
+    """The timm classifier `name` (random weights after seeding, 100 classes) trained by `prefetch_train_bf16` over
+    `steps` with the optimizer `make_optimizer` makes, on the cross-entropy of its logits: the batches prefetched on a
+    copy stream."""
     import timm
 
     F = torch.nn.functional
     torch.manual_seed(0)
-    steps = [(48, 320), (8, 640), (96, 224), (16, 512), (64, 288), (12, 576), (32, 384), (128, 192), (10, 608),
-             (40, 352), (24, 448), (80, 256)]  # batch, image side
-    return prefetch_train_bf16(torch, timm.create_model("dla34", pretrained=False, num_classes=100), steps,
-                               lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05),
-                               lambda model, images, labels: F.cross_entropy(model(images), labels))
+    return prefetch_train_bf16(torch, timm.create_model(name, pretrained=False, num_classes=100), steps,
+                               make_optimizer, lambda model, images, labels: F.cross_entropy(model(images), labels))
 
 
 def xcit_tiny_train_bf16(torch):
@@ -9856,18 +9863,13 @@ def rexnet_prefetch_train_bf16(torch):
     1,280-wide head), SiLU and ReLU6, squeeze-and-excitation, BatchNorm, a residual over the channels the block had
     (the new ones padded), about 3.6 M parameters, 100 classes) trained with bf16 autocast, SGD with Nesterov
     momentum, 12 steps of (batch, image side) from (8, 512) to (160, 160), on two streams: the input pipeline runs on
-    a copy stream one batch ahead (`prefetch_train_bf16`, as dla34_prefetch_train_bf16). Written in the
+    a copy stream one batch ahead (`timm_prefetch_train_bf16`, as dla34_prefetch_train_bf16). Written in the
     forty-seventh session, before it was recorded, in a ninth untargeted held-out batch of the default policy."""
-    import timm
-
-    F = torch.nn.functional
-    torch.manual_seed(0)
     steps = [(64, 224), (8, 512), (128, 192), (24, 384), (96, 256), (16, 448), (48, 320), (160, 160), (12, 480),
              (32, 352), (80, 288), (40, 416)]  # batch, image side
-    return prefetch_train_bf16(torch, timm.create_model("rexnet_100", pretrained=False, num_classes=100), steps,
-                               lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True,
-                                                              weight_decay=1e-4),
-                               lambda model, images, labels: F.cross_entropy(model(images), labels))
+    return timm_prefetch_train_bf16(torch, "rexnet_100", steps,
+                                    lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True,
+                                                                   weight_decay=1e-4))
 
 
 def res2net50_infer(torch):
@@ -10002,17 +10004,12 @@ def starnet_s1_prefetch_train_bf16(torch):
     7 x 7 convolution's output element by element (the "star" operation) between two more depthwise convolutions,
     BatchNorm, about 2.9 M parameters, 100 classes) trained with bf16 autocast, AdamW, 12 steps of (batch, image
     side) from (8, 576) to (192, 160), on two streams: the input pipeline runs on a copy stream one batch ahead
-    (`prefetch_train_bf16`). Written in the forty-seventh session, before it was recorded, in a tenth untargeted
+    (`timm_prefetch_train_bf16`). Written in the forty-seventh session, before it was recorded, in a tenth untargeted
     held-out batch of the default policy."""
-    import timm
-
-    F = torch.nn.functional
-    torch.manual_seed(0)
     steps = [(96, 224), (8, 576), (160, 192), (24, 416), (64, 288), (12, 512), (48, 352), (192, 160), (16, 448),
              (40, 384), (128, 256), (32, 320)]  # batch, image side
-    return prefetch_train_bf16(torch, timm.create_model("starnet_s1", pretrained=False, num_classes=100), steps,
-                               lambda params: torch.optim.AdamW(params, lr=3e-3, weight_decay=0.025),
-                               lambda model, images, labels: F.cross_entropy(model(images), labels))
+    return timm_prefetch_train_bf16(torch, "starnet_s1", steps,
+                                    lambda params: torch.optim.AdamW(params, lr=3e-3, weight_decay=0.025))
 
 
 def inception_next_tiny_half_infer(torch):
