@@ -2,7 +2,7 @@
 """Checks a placement log of `memcarve replay --placements FILE` from the log alone, and recounts its figures.
 
     python3 scripts/check_placements.py LOG [--json REPLAY_JSON] [--page-size BYTES] [--kinds] [--peaks]
-        [--small-below BYTES] [--handles]
+        [--small-below BYTES] [--handles] [--in-use]
 
 It verifies, event by event, that
 - no live allocation overlaps another in addresses;
@@ -28,7 +28,9 @@ committed bytes (blocks included); then how many of the pages in use hold only r
 bytes (default 64 KiB, the virtual heap's small region's bound) and their live bytes, and, at the peak committed
 bytes, how many pages of `--page-size` it lies above 1.05 times the peak live bytes (issue 7's memory goal). The
 pages in use at the peak live bytes are a floor under the peak committed bytes that no rule for mapping and
-unmapping pages reaches below with this placement. With `--handles`, a last line
+unmapping pages reaches below with this placement; with `--in-use`, a line gives the tighter floor, the most bytes
+of physical pages live allocations touch at any one time (the pages, the line, and that against the peak live bytes:
+within 1.05 times or over it with no empty page held). With `--handles`, a last line
 counts the virtual heap's work as CUDA does it, with one physical handle per page (what CUDA requires of this
 heap: `cuMemMap` maps a handle only whole, so a page shown again alone elsewhere, or given back alone, must be a
 handle of its own): the handles created and released, the pages mapped and unmapped, and the driver time that
@@ -139,6 +141,12 @@ class Checker:
         self.peak_live_line = None
         self.peak_committed_line = None
         self.peak_committed_pending = False
+        # Bytes of the physical pages live allocations touch (the virtual heap's pages in use), and their most at any
+        # one time: the pages a heap needs that holds no empty page, its placement unchanged (see `--in-use`).
+        self.in_use_bytes = 0
+        self.peak_in_use_bytes = 0
+        self.peak_in_use_pages = 0
+        self.peak_in_use_line = None
 
     def fail(self, message):
         raise Violation(f"line {self.line}: {message}")
@@ -325,6 +333,10 @@ class Checker:
         self.live[offset] = (end, ident, size, block)
         self.by_id[ident] = offset
         self.allocations += 1
+        if self.in_use_bytes > self.peak_in_use_bytes:
+            self.peak_in_use_bytes = self.in_use_bytes
+            self.peak_in_use_pages = len(self.users)
+            self.peak_in_use_line = self.line
         self.live_bytes += size
         if self.live_bytes > self.peak_live:
             self.peak_live = self.live_bytes
@@ -345,6 +357,8 @@ class Checker:
             whole = high - low == self.page_at(page) or count > len(partial)
             if whole or any(a < high and low < b for a, b, _, _ in partial):
                 self.fail(f"allocation {ident} uses bytes of physical page {physical} at {page} that {other} uses")
+        if not users:
+            self.in_use_bytes += self.physical_size[physical]
         users[page] = users.get(page, 0) + 1
         if high - low < self.page_at(page):
             spans.append((low, high, page, ident))
@@ -369,6 +383,7 @@ class Checker:
                 del users[page]
             if not users:
                 del self.users[physical]
+                self.in_use_bytes -= self.physical_size[physical]
             spans = self.spans.get(physical)
             if spans:
                 spans[:] = [span for span in spans if span[3] != ident]
@@ -458,6 +473,11 @@ def main():
     parser.add_argument(
         "--handles", action="store_true", help="also print the work and driver time with one CUDA handle per page"
     )
+    parser.add_argument(
+        "--in-use", action="store_true",
+        help="also print the most bytes of virtual-heap pages live allocations touch at once, against the peak live "
+        "bytes: what a heap holding no empty page would commit, its placement unchanged",
+    )
     args = parser.parse_args()
     checker = Checker(args.page_size)
     row = None
@@ -527,6 +547,14 @@ def main():
             f"in {handles['map_calls']} calls, {handles['unmapped']} unmapped in {handles['unmap_calls']} calls, "
             f"{handles['released']} released: {driver_time_us(checker.handles_by_page) / 1000:.1f} ms of driver "
             f"time on the H200"
+        )
+    if args.in_use and checker.peak_in_use_line is not None:
+        ratio = checker.peak_in_use_bytes / checker.peak_live
+        verdict = "within" if ratio <= 1.05 else "over"
+        print(
+            f"{args.log}: pages in use at most {checker.peak_in_use_bytes} bytes ({checker.peak_in_use_pages} pages, "
+            f"line {checker.peak_in_use_line}): {ratio:.3f} x the peak live bytes, {verdict} 1.05 x with no empty "
+            f"page held"
         )
     for what, at in peaks:
         over = ""

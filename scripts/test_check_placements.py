@@ -151,6 +151,20 @@ class CheckPlacements(unittest.TestCase):
         code, output = run(lines, extra=["--peaks", "--small-below", "1000"])
         self.assertIn("0 pages hold only requests under 1000 bytes (0 live bytes on them); 2 pages over", output)
 
+    def test_in_use_gives_the_most_bytes_on_pages_live_allocations_touch(self):
+        # VIRTUAL: both physical pages in use once allocation 2 is placed (line 5), 1000 + PAGE bytes live then.
+        code, output = run(VIRTUAL, extra=["--in-use"])
+        self.assertEqual(code, 0, output)
+        self.assertIn(
+            f"pages in use at most {2 * PAGE} bytes (2 pages, line 5): 1.999 x the peak live bytes, over 1.05 x",
+            output,
+        )
+        # An empty page mapped ahead is not in use: the same allocation alone on its page is within the limit.
+        lines = [f"map,,0,{3 * PAGE}", "pages,0,0,3", f"alloc,1,{PAGE},{PAGE}", "free,1,,"]
+        code, output = run(lines, extra=["--in-use"])
+        self.assertEqual(code, 0, output)
+        self.assertIn(f"at most {PAGE} bytes (1 pages, line 4): 1.000 x the peak live bytes, within 1.05 x", output)
+
     def test_figures_that_differ_from_the_replays_fail(self):
         for key in VIRTUAL_FIGURES:
             figures = dict(VIRTUAL_FIGURES, **{key: VIRTUAL_FIGURES[key] + 1})
