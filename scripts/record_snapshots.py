@@ -9716,18 +9716,25 @@ def xcit_tiny_train_bf16(torch):
     192 wide whose cross-covariance attention mixes the 48 channels of each of 4 heads (a 48 x 48 attention over
     L2-normalised queries and keys with a learned temperature, whatever the number of patches), each followed by a
     local patch interaction (two 3 x 3 depthwise convolutions, BatchNorm between) and an MLP of 768, then 2
-    class-attention layers, about 7 M parameters, 100 classes) trained with bf16 autocast (`train_classifier`),
+    class-attention layers, about 7 M parameters, 100 classes) trained with bf16 autocast (`timm_train_bf16`),
     AdamW, 12 steps of (batch, image side) from (16, 448) to (192, 128), about 13,000 patches a step. Written in the
     forty-sixth session, before it was recorded, in an eighth untargeted held-out batch of the default policy."""
+    sides = [(64, 224), (128, 160), (32, 320), (96, 192), (16, 448), (48, 256), (192, 128), (24, 384), (80, 208),
+             (40, 288), (112, 176), (56, 240)]  # batch, image side (multiples of 16)
+    return timm_train_bf16(torch, "xcit_tiny_12_p16_224", sides,
+                           lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05))
+
+
+def timm_train_bf16(torch, name, sides, make_optimizer):
+    """The timm classifier `name` (random weights after seeding, 100 classes) trained by `train_classifier` with bf16
+    autocast, a step per (batch, image side) of `sides`, with the optimizer `make_optimizer` makes. Returns the
+    input shapes and the losses."""
     import timm
 
     torch.manual_seed(0)
-    sides = [(64, 224), (128, 160), (32, 320), (96, 192), (16, 448), (48, 256), (192, 128), (24, 384), (80, 208),
-             (40, 288), (112, 176), (56, 240)]  # batch, image side (multiples of 16)
     shapes = [(batch, 3, side, side) for batch, side in sides]
-    losses = train_classifier(torch, timm.create_model("xcit_tiny_12_p16_224", pretrained=False, num_classes=100),
-                              shapes, lambda params: torch.optim.AdamW(params, lr=1e-3, weight_decay=0.05),
-                              classes=100, autocast_dtype=torch.bfloat16)
+    losses = train_classifier(torch, timm.create_model(name, pretrained=False, num_classes=100), shapes,
+                              make_optimizer, classes=100, autocast_dtype=torch.bfloat16)
     return {"shapes": shapes, "losses": losses}
 
 
@@ -9889,19 +9896,13 @@ def edgenext_xs_train_bf16(torch):
     kernels 3 to 9, LayerNorm, an MLP of 4) followed in the last three stages by split depth-wise transposed
     attention encoders (channel groups mixed by depthwise convolutions, then attention across channels, not tokens,
     with a Fourier position encoding made for each image size), about 2.3 M parameters, 100 classes) trained with
-    bf16 autocast (`train_classifier`), AdamW, 12 steps of (batch, image side) from (16, 512) to (192, 128), sides
+    bf16 autocast (`timm_train_bf16`), AdamW, 12 steps of (batch, image side) from (16, 512) to (192, 128), sides
     multiples of 32. Written in the forty-seventh session, before it was recorded, in a ninth untargeted held-out
     batch of the default policy."""
-    import timm
-
-    torch.manual_seed(0)
     sides = [(64, 256), (16, 512), (128, 192), (32, 384), (96, 224), (24, 448), (192, 128), (48, 320), (20, 480),
              (80, 288), (40, 352), (112, 160)]  # batch, image side
-    shapes = [(batch, 3, side, side) for batch, side in sides]
-    losses = train_classifier(torch, timm.create_model("edgenext_x_small", pretrained=False, num_classes=100),
-                              shapes, lambda params: torch.optim.AdamW(params, lr=2e-3, weight_decay=0.05),
-                              classes=100, autocast_dtype=torch.bfloat16)
-    return {"shapes": shapes, "losses": losses}
+    return timm_train_bf16(torch, "edgenext_x_small", sides,
+                           lambda params: torch.optim.AdamW(params, lr=2e-3, weight_decay=0.05))
 
 
 def gcvit_xxtiny_half_infer(torch):
@@ -9983,19 +9984,13 @@ def mixnet_s_train_bf16(torch):
     """A MixNet-S image classifier through timm (`timm.create_model('mixnet_s', pretrained=False, num_classes=100)`:
     inverted residual blocks whose depthwise convolution splits its channels into groups of kernels 3, 5, 7 and 9
     (and whose expansion and projection are grouped too), concatenated, squeeze-and-excitation, Swish, BatchNorm,
-    about 2.7 M parameters, 100 classes) trained with bf16 autocast (`train_classifier`), RMSprop, 12 steps of (batch,
+    about 2.7 M parameters, 100 classes) trained with bf16 autocast (`timm_train_bf16`), RMSprop, 12 steps of (batch,
     image side) from (12, 512) to (224, 128). Written in the forty-seventh session, before it was recorded, in a tenth
     untargeted held-out batch of the default policy."""
-    import timm
-
-    torch.manual_seed(0)
     sides = [(64, 224), (12, 512), (160, 160), (32, 320), (96, 192), (20, 448), (224, 128), (48, 288), (16, 480),
              (80, 256), (40, 352), (128, 176)]  # batch, image side
-    shapes = [(batch, 3, side, side) for batch, side in sides]
-    losses = train_classifier(torch, timm.create_model("mixnet_s", pretrained=False, num_classes=100), shapes,
-                              lambda params: torch.optim.RMSprop(params, lr=1e-3, alpha=0.9, momentum=0.9, eps=1e-3),
-                              classes=100, autocast_dtype=torch.bfloat16)
-    return {"shapes": shapes, "losses": losses}
+    return timm_train_bf16(torch, "mixnet_s", sides,
+                           lambda params: torch.optim.RMSprop(params, lr=1e-3, alpha=0.9, momentum=0.9, eps=1e-3))
 
 
 def starnet_s1_prefetch_train_bf16(torch):
