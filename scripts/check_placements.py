@@ -549,12 +549,15 @@ def main():
             f"time on the H200"
         )
     if args.in_use and checker.peak_in_use_line is not None:
-        ratio = checker.peak_in_use_bytes / checker.peak_live
-        verdict = "within" if ratio <= 1.05 else "over"
+        # Requests of no bytes still touch a page: against no live bytes there is no ratio.
+        against = "no live bytes"
+        if checker.peak_live > 0:
+            ratio = checker.peak_in_use_bytes / checker.peak_live
+            verdict = "within" if ratio <= 1.05 else "over"
+            against = f"{ratio:.3f} x the peak live bytes, {verdict} 1.05 x with no empty page held"
         print(
             f"{args.log}: pages in use at most {checker.peak_in_use_bytes} bytes ({checker.peak_in_use_pages} pages, "
-            f"line {checker.peak_in_use_line}): {ratio:.3f} x the peak live bytes, {verdict} 1.05 x with no empty "
-            f"page held"
+            f"line {checker.peak_in_use_line}): {against}"
         )
     for what, at in peaks:
         over = ""

@@ -17,6 +17,10 @@ import argparse
 import sys
 
 
+# Traces kept at the end of the table: the project's shared original, from outside `traces/`.
+SHARED = ("gpt2_generate.pickle.gz",)
+
+
 class TableError(Exception):
     """The table or the rows are not as expected; the message says how."""
 
@@ -38,7 +42,7 @@ def parse_rows(text):
     return rows
 
 
-def insert_rows(document, rows, last=("gpt2_generate.pickle.gz",)):
+def insert_rows(document, rows, last=SHARED):
     """`document` with `rows` (from `parse_rows`) in its all-traces table."""
     lines = document.split("\n")
     header = next(
@@ -82,7 +86,7 @@ def main():
             rows = parse_rows(file.read())
         with open(args.document) as file:
             document = file.read()
-        updated = insert_rows(document, rows, tuple(args.last or ["gpt2_generate.pickle.gz"]))
+        updated = insert_rows(document, rows, tuple(args.last) if args.last else SHARED)
     except TableError as error:
         print(f"{args.document}: {error}", file=sys.stderr)
         return 1

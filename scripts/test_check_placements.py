@@ -164,6 +164,10 @@ class CheckPlacements(unittest.TestCase):
         code, output = run(lines, extra=["--in-use"])
         self.assertEqual(code, 0, output)
         self.assertIn(f"at most {PAGE} bytes (1 pages, line 4): 1.000 x the peak live bytes, within 1.05 x", output)
+        # Requests of no bytes touch their page but hold no live bytes: no ratio, and no failure.
+        code, output = run([f"map,,0,{PAGE}", "pages,0,0,1", "alloc,1,0,0", "free,1,,"], extra=["--in-use"])
+        self.assertEqual(code, 0, output)
+        self.assertIn(f"at most {PAGE} bytes (1 pages, line 4): no live bytes", output)
 
     def test_figures_that_differ_from_the_replays_fail(self):
         for key in VIRTUAL_FIGURES:
